@@ -1,0 +1,51 @@
+"""ragloom: load files → split into nodes → embed → store → retrieve, offline by default.
+
+The public names mirror ``llama_index.core``; they are imported lazily so that
+``import ragloom`` does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # schema
+    "BaseNode": "ragloom.schema",
+    "TextNode": "ragloom.schema",
+    "Document": "ragloom.schema",
+    "NodeRelationship": "ragloom.schema",
+    "RelatedNodeInfo": "ragloom.schema",
+    "MetadataMode": "ragloom.schema",
+    "NodeWithScore": "ragloom.schema",
+    "QueryBundle": "ragloom.schema",
+    "TransformComponent": "ragloom.schema",
+    # settings
+    "Settings": "ragloom.settings",
+    # readers
+    "SimpleDirectoryReader": "ragloom.readers",
+    # node parsers
+    "SentenceSplitter": "ragloom.node_parser",
+    "TokenTextSplitter": "ragloom.node_parser",
+    # storage and indices
+    "StorageContext": "ragloom.storage",
+    "load_index_from_storage": "ragloom.storage",
+    "VectorStoreIndex": "ragloom.indices",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragloom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,148 @@
+"""Process-wide defaults, as LlamaIndex's ``Settings``.
+
+Every attribute is created lazily on first use, so ``import ragloom`` stays cheap
+(torch is imported only when an embedding is first computed).
+
+- ``Settings.embed_model``: default :class:`~ragloom.embeddings.HuggingFaceEmbedding`
+  (the bundled all-MiniLM-L6-v2, offline).
+- ``Settings.tokenizer``: the tokenizer chunk budgets are measured in; by default the
+  embed model's own tokenizer, so a chunk fits the model that consumes it.
+- ``Settings.chunk_size`` / ``Settings.chunk_overlap`` (tokens): defaults for the default
+  node parser; ``chunk_size`` defaults to ``min(1024, embed model's text token limit)``.
+- ``Settings.node_parser``: default :class:`~ragloom.node_parser.SentenceSplitter`.
+- ``Settings.transformations``: default ``[Settings.node_parser]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+
+class _Settings:
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every setting (tests use this)."""
+        self._embed_model: Any = None
+        self._tokenizer: Any = None
+        self._node_parser: Any = None
+        self._transformations: Optional[List[Any]] = None
+        self._chunk_size: Optional[int] = None
+        self._chunk_overlap: Optional[int] = None
+        self._llm: Any = None
+
+    # embed model ---------------------------------------------------------------
+    @property
+    def embed_model(self) -> Any:
+        if self._embed_model is None:
+            from ragloom.embeddings import resolve_embed_model
+
+            self._embed_model = resolve_embed_model("default")
+        return self._embed_model
+
+    @embed_model.setter
+    def embed_model(self, value: Any) -> None:
+        from ragloom.embeddings import resolve_embed_model
+
+        self._embed_model = resolve_embed_model(value)
+        self._node_parser = None if self._node_parser_is_default else self._node_parser
+
+    # tokenizer -----------------------------------------------------------------
+    @property
+    def tokenizer(self) -> Any:
+        """The :class:`~ragloom.tokenizers.Tokenizer` budgets are measured in."""
+        if self._tokenizer is not None:
+            return self._tokenizer
+        if self._embed_model is not None and hasattr(self._embed_model, "get_tokenizer"):
+            tok = self._embed_model.get_tokenizer()
+            if tok is not None:
+                return tok
+        from ragloom.tokenizers import get_default_tokenizer
+
+        return get_default_tokenizer()
+
+    @tokenizer.setter
+    def tokenizer(self, value: Any) -> None:
+        from ragloom.tokenizers import get_tokenizer
+
+        self._tokenizer = None if value is None else get_tokenizer(value)
+
+    # chunking ------------------------------------------------------------------
+    @property
+    def chunk_size(self) -> int:
+        if self._chunk_size is not None:
+            return self._chunk_size
+        limit = None
+        model = self._embed_model
+        if model is not None:
+            limit = getattr(model, "max_text_tokens", None)
+        if limit is None:
+            from ragloom.embeddings import DEFAULT_MAX_TEXT_TOKENS
+
+            limit = DEFAULT_MAX_TEXT_TOKENS
+        return min(1024, int(limit))
+
+    @chunk_size.setter
+    def chunk_size(self, value: Optional[int]) -> None:
+        if value is not None and int(value) <= 0:
+            raise ValueError(f"chunk_size must be > 0, got {value}")
+        self._chunk_size = None if value is None else int(value)
+        self._node_parser = None if self._node_parser_is_default else self._node_parser
+
+    @property
+    def chunk_overlap(self) -> int:
+        if self._chunk_overlap is not None:
+            return min(self._chunk_overlap, self.chunk_size - 1)
+        return max(0, self.chunk_size // 8)
+
+    @chunk_overlap.setter
+    def chunk_overlap(self, value: Optional[int]) -> None:
+        if value is not None and int(value) < 0:
+            raise ValueError(f"chunk_overlap must be >= 0, got {value}")
+        self._chunk_overlap = None if value is None else int(value)
+        self._node_parser = None if self._node_parser_is_default else self._node_parser
+
+    # node parser / transformations --------------------------------------------------
+    _node_parser_is_default: bool = True
+
+    @property
+    def node_parser(self) -> Any:
+        if self._node_parser is None:
+            from ragloom.node_parser import SentenceSplitter
+
+            self._node_parser = SentenceSplitter(
+                chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, tokenizer=self.tokenizer
+            )
+            self._node_parser_is_default = True
+        return self._node_parser
+
+    @node_parser.setter
+    def node_parser(self, value: Any) -> None:
+        self._node_parser = value
+        self._node_parser_is_default = value is None
+
+    text_splitter = node_parser
+
+    @property
+    def transformations(self) -> List[Any]:
+        if self._transformations is None:
+            return [self.node_parser]
+        return self._transformations
+
+    @transformations.setter
+    def transformations(self, value: Optional[List[Any]]) -> None:
+        self._transformations = None if value is None else list(value)
+
+    @property
+    def llm(self) -> Any:
+        return self._llm
+
+    @llm.setter
+    def llm(self, value: Any) -> None:
+        self._llm = value
+
+
+Settings = _Settings()
+
+__all__ = ["Settings"]
