@@ -1,0 +1,268 @@
+"""What the CLI commands do, kept apart from argument parsing so it can be tested and reused."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Set
+
+import click
+
+from ragloom.schema import Document, MetadataMode
+
+logger = logging.getLogger(__name__)
+
+#: Files per batch: each batch is split, embedded and committed in one transaction.
+FILES_PER_BATCH = 32
+_PART_RE = re.compile(r"_part_\d+$")
+
+
+def _embed_model_from_identity(identity: Dict[str, Any], override: Optional[str] = None) -> Any:
+    from ragloom.embeddings import HuggingFaceEmbedding, resolve_embed_model
+
+    if override and override != "default":
+        return resolve_embed_model(override)
+    if identity.get("class_name") == "HuggingFaceEmbedding" and identity.get("model_name"):
+        return HuggingFaceEmbedding(
+            model_name=str(identity["model_name"]),
+            normalize=bool(identity.get("normalize", True)),
+            query_instruction=identity.get("query_instruction"),
+            text_instruction=identity.get("text_instruction"),
+        )
+    return resolve_embed_model("default")
+
+
+def _open_index(index_dir: Path, create: bool, embed_model: Optional[str] = None) -> Any:
+    from ragloom.embeddings import resolve_embed_model
+    from ragloom.indices import VectorStoreIndex, load_index_from_storage
+    from ragloom.storage import StorageContext
+
+    sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create)
+    structs = list(sc.index_store.index_structs())
+    if structs:
+        identity = getattr(structs[0], "embed_model", {}) or {}
+        if embed_model and embed_model != "default" and identity.get("model_name") not in (None, embed_model.split(":", 1)[-1]):
+            raise click.ClickException(
+                f"{index_dir} was built with embed model {identity.get('model_name')!r}; "
+                f"use --full with a new --index-dir to change models"
+            )
+        return load_index_from_storage(sc, embed_model=_embed_model_from_identity(identity, embed_model))
+    return VectorStoreIndex(storage_context=sc, embed_model=resolve_embed_model(embed_model or "default"))
+
+
+def _make_splitter(index: Any, chunk_size: Optional[int], chunk_overlap: Optional[int]) -> Any:
+    from ragloom.node_parser import SentenceSplitter
+
+    model = index.embed_model
+    limit = model.max_text_tokens
+    if chunk_size is None:
+        chunk_size = min(1024, int(limit)) if limit else 1024
+    elif limit is not None and chunk_size > limit:
+        raise click.BadParameter(
+            f"--chunk-size {chunk_size} exceeds the embed model's limit of {limit} tokens; "
+            "larger chunks would be truncated when embedded"
+        )
+    if chunk_overlap is None:
+        chunk_overlap = chunk_size // 8
+    return SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=model.get_tokenizer())
+
+
+def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
+             exclude: Optional[List[str]]) -> List[Any]:
+    from ragloom.readers import SimpleDirectoryReader
+
+    readers = []
+    files = [p for p in paths if p.is_file()]
+    if files:
+        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files]))
+    for p in paths:
+        if p.is_dir():
+            readers.append(SimpleDirectoryReader(
+                input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
+            ))
+    return readers
+
+
+def _vector_count(vector_store: Any) -> Optional[int]:
+    for name in ("count", "__len__"):
+        fn = getattr(vector_store, name, None)
+        if callable(fn):
+            try:
+                return int(fn())
+            except Exception:  # pragma: no cover - informational only
+                return None
+    return None
+
+
+def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] = None,
+              chunk_overlap: Optional[int] = None, required_exts: Optional[List[str]] = None,
+              exclude: Optional[List[str]] = None, recursive: bool = True, full: bool = False,
+              embed_model: str = "default", show_progress: bool = True) -> Dict[str, Any]:
+    """Index ``paths`` into ``index_dir`` incrementally; returns the summary shown by the CLI.
+
+    A document is skipped when its hash (text + content metadata) matches the stored one;
+    a changed document's old nodes are deleted and its new nodes written in the same
+    transaction; documents whose files were deleted under the given folders are removed.
+    """
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
+    index = _open_index(index_dir, create=True, embed_model=embed_model)
+    splitter = _make_splitter(index, chunk_size, chunk_overlap)
+    index._transformations = [splitter]
+    tokenizer = index.embed_model.get_tokenizer()
+    docstore = index.docstore
+
+    readers = _readers(paths, recursive, required_exts, exclude)
+    total_files = sum(len(r.list_resources()) for r in readers)
+    counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
+    stats = {"nodes": 0, "tokens": 0, "documents": 0}
+    seen_ids: Set[str] = set()
+    bar_files = tqdm(total=total_files, desc="Reading", unit="file", disable=not show_progress)
+    bar_embed = tqdm(total=0, desc="Embedding", unit="node", disable=not show_progress)
+
+    def flush(batch: List[Document]) -> None:
+        changed = []
+        for doc in batch:
+            old = docstore.get_document_hash(doc.id_)
+            if old is not None and old == doc.hash and not full:
+                counts["unchanged"] += 1
+                continue
+            counts["updated" if old is not None else "added"] += 1
+            changed.append((doc, old is not None))
+        if not changed:
+            return
+        docs = [d for d, _ in changed]
+        nodes = splitter(docs)
+        texts = [n.get_content(MetadataMode.EMBED) for n in nodes]
+        if tokenizer is not None and texts:
+            stats["tokens"] += int(sum(tokenizer.count_batch(texts)))
+        bar_embed.total += len(nodes)
+        bar_embed.refresh()
+        step = max(1, index.embed_model.embed_batch_size * 4)
+        for i in range(0, len(nodes), step):
+            part = nodes[i : i + step]
+            vecs = index.embed_model.get_text_embedding_batch_array(texts[i : i + step])
+            for node, vec in zip(part, vecs):
+                node.embedding = vec.tolist()
+            bar_embed.update(len(part))
+        with index._transaction():
+            for doc, existed in changed:
+                if existed:
+                    index.delete_ref_doc(doc.id_, delete_from_docstore=True)
+            if nodes:
+                index._add_nodes(nodes, show_progress=False)
+            for doc in docs:
+                docstore.set_document_hash(doc.id_, doc.hash)
+        stats["nodes"] += len(nodes)
+
+    read_files: Set[str] = set()
+    skipped: List[Dict[str, str]] = []
+    try:
+        for reader in readers:
+            batch: List[Document] = []
+            files_in_batch = 0
+            for docs in reader.iter_data():
+                bar_files.update(1)
+                for doc in docs:
+                    seen_ids.add(doc.id_)
+                stats["documents"] += len(docs)
+                batch.extend(docs)
+                files_in_batch += 1
+                if files_in_batch >= FILES_PER_BATCH:
+                    flush(batch)
+                    batch, files_in_batch = [], 0
+            flush(batch)
+            report = reader.report
+            read_files.update(str(f.path if hasattr(f, "path") else f[0]) for f in report.read)
+            for s in report.skipped:
+                path, reason = (s.path, s.reason) if hasattr(s, "path") else (s[0], s[1])
+                skipped.append({"path": str(path), "reason": str(reason)})
+        bar_files.update(bar_files.total - bar_files.n)
+    finally:
+        bar_files.close()
+        bar_embed.close()
+
+    # documents whose files vanished from the indexed folders
+    roots = [str(p.resolve()) + os.sep for p in paths if p.is_dir()]
+    stale = []
+    for doc_id in list(docstore.get_all_document_hashes().values()):
+        if doc_id in seen_ids:
+            continue
+        base = _PART_RE.sub("", doc_id)
+        if not any(base.startswith(r) for r in roots):
+            continue
+        if not os.path.exists(base) or base in read_files:
+            stale.append(doc_id)
+    if stale:
+        with index._transaction():
+            for doc_id in stale:
+                index.delete_ref_doc(doc_id, delete_from_docstore=True)
+        counts["deleted"] = len(stale)
+
+    return {
+        "index_dir": str(index_dir),
+        "files_total": total_files,
+        "files_read": len(read_files),
+        "skipped": skipped,
+        "documents": {"total": stats["documents"], **counts},
+        "nodes_embedded": stats["nodes"],
+        "tokens_embedded": stats["tokens"],
+        "nodes_total": _vector_count(index.vector_store),
+        "chunk_size": splitter.chunk_size,
+        "chunk_overlap": splitter.chunk_overlap,
+        "embed_model": index.embed_model.model_name,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+
+
+def _location(node: Any) -> str:
+    md = node.metadata or {}
+    parts = []
+    if md.get("page_label") is not None:
+        parts.append(f"page {md['page_label']}")
+    if node.start_char_idx is not None and node.end_char_idx is not None:
+        parts.append(f"chars {node.start_char_idx}-{node.end_char_idx}")
+    return ", ".join(parts) or "-"
+
+
+def _display_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+        return rel if not rel.startswith(".." + os.sep + ".." + os.sep + "..") else path
+    except ValueError:
+        return path
+
+
+def run_query(text: str, index_dir: Path, top_k: int = 5) -> List[Dict[str, Any]]:
+    """Retrieve the ``top_k`` best chunks for ``text``; returns ``list[dict]`` as printed by the CLI.
+
+    Raises:
+        click.ClickException: there is no index in ``index_dir``.
+    """
+    if not (Path(index_dir) / "ragloom.sqlite").exists():
+        raise click.ClickException(f"no index in {index_dir}: run 'ragloom index PATH' first")
+    index = _open_index(Path(index_dir), create=False)
+    results = index.as_retriever(similarity_top_k=top_k).retrieve(text)
+    out = []
+    for rank, nws in enumerate(results, 1):
+        node = nws.node
+        md = dict(node.metadata or {})
+        source = md.get("file_path") or node.ref_doc_id or node.node_id
+        out.append({
+            "rank": rank,
+            "score": float(nws.score) if nws.score is not None else None,
+            "source": _display_path(str(source)),
+            "file_path": md.get("file_path"),
+            "location": _location(node),
+            "page_label": md.get("page_label"),
+            "start_char_idx": node.start_char_idx,
+            "end_char_idx": node.end_char_idx,
+            "node_id": node.node_id,
+            "ref_doc_id": node.ref_doc_id,
+            "text": node.get_content(MetadataMode.NONE),
+        })
+    return out

@@ -1,0 +1,156 @@
+"""Command-line interface (click).
+
+``ragloom index PATH...`` reads files, splits them into nodes, embeds and stores them in
+an index directory (default ``./ragloom_index``); re-running it only redoes changed files.
+``ragloom query TEXT`` prints the best-matching chunks with score, source and location.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import click
+
+DEFAULT_INDEX_DIR = "ragloom_index"
+
+
+def _setup_logging(verbose: int) -> None:
+    level = logging.WARNING if verbose == 0 else (logging.INFO if verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if verbose == 0:
+        # skipped files are reported in the end summary; don't print them twice
+        logging.getLogger("ragloom.readers").setLevel(logging.ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ragloom")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+@click.pass_context
+def cli(ctx: click.Context, verbose: int) -> None:
+    """ragloom: index a folder of documents offline, then search it.
+
+    \b
+    Typical use:
+      ragloom index ./docs ./notes          # build or update ./ragloom_index
+      ragloom query "how do I configure X?" # best-matching chunks
+      ragloom query "孙悟空的师父是谁" -k 5 --json
+
+    Everything runs locally: a bundled embedding model and an embedded vector store
+    (SQLite + sqlite-vec). No network, server or API key.
+    """
+    ctx.ensure_object(dict)
+    _setup_logging(verbose)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@cli.command("index")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--index-dir", default=DEFAULT_INDEX_DIR, show_default=True, type=click.Path(path_type=Path),
+              help="Directory holding the index (created if missing).")
+@click.option("--chunk-size", type=click.IntRange(min=16), default=None,
+              help="Tokens per chunk, metadata included [default: the embed model's limit, 254].")
+@click.option("--chunk-overlap", type=click.IntRange(min=0), default=None,
+              help="Tokens shared by consecutive chunks [default: chunk size / 8].")
+@click.option("--ext", "required_exts", multiple=True, help="Only files with this extension, e.g. --ext .md (repeatable).")
+@click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")
+@click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
+@click.option("--full", is_flag=True, help="Rebuild: re-embed every file even if unchanged.")
+@click.option("--embed-model", default="default", show_default=True,
+              help="'default' (bundled all-MiniLM-L6-v2) or 'local:<folder or cached HF id>'.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
+@click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
+              required_exts: List[str], exclude: List[str], recursive: bool, full: bool, embed_model: str,
+              as_json: bool, no_progress: bool) -> None:
+    """Index files and folders PATH... into --index-dir.
+
+    Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
+    detected, GBK/GB18030 included), splits them into chunks that fit the embedding
+    model, embeds and stores them. Unreadable files are skipped and listed with the
+    reason. Running it again only processes new or changed files.
+    """
+    from ragloom.cli.indexing import run_index
+
+    if chunk_size is not None and chunk_overlap is not None and chunk_overlap >= chunk_size:
+        raise click.BadParameter(f"--chunk-overlap ({chunk_overlap}) must be smaller than --chunk-size ({chunk_size})")
+    summary = run_index(
+        paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+        required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
+        full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
+    )
+    if as_json:
+        _echo_json(summary)
+        return
+    _print_index_summary(summary)
+
+
+def _print_index_summary(s: Dict[str, Any]) -> None:
+    click.echo("")
+    click.secho(f"Index: {s['index_dir']}", bold=True)
+    click.echo(f"  files read      {s['files_read']}")
+    click.echo(f"  files skipped   {len(s['skipped'])}")
+    for item in s["skipped"][:50]:
+        click.echo(f"    - {item['path']}: {item['reason']}")
+    if len(s["skipped"]) > 50:
+        click.echo(f"    … and {len(s['skipped']) - 50} more (use --json for the full list)")
+    d = s["documents"]
+    click.echo(f"  documents       {d['total']} ({d['added']} added, {d['updated']} updated, "
+               f"{d['unchanged']} unchanged, {d['deleted']} removed)")
+    click.echo(f"  nodes embedded  {s['nodes_embedded']}  ({s['tokens_embedded']} tokens)")
+    click.echo(f"  nodes in index  {s['nodes_total']}")
+    click.echo(f"  time            {s['seconds']:.1f} s")
+
+
+@cli.command("query")
+@click.argument("text")
+@click.option("-k", "--top-k", "top_k", type=click.IntRange(min=1, max=1000), default=5, show_default=True,
+              help="How many chunks to return.")
+@click.option("--index-dir", default=DEFAULT_INDEX_DIR, show_default=True, type=click.Path(path_type=Path),
+              help="Directory holding the index.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@click.option("--max-chars", type=click.IntRange(min=0), default=600, show_default=True,
+              help="Characters of each chunk to print (0 = all; --json always prints all).")
+def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: int) -> None:
+    """Search the index for TEXT and print the best-matching chunks."""
+    from ragloom.cli.indexing import run_query
+
+    t0 = time.perf_counter()
+    results = run_query(text, index_dir=index_dir, top_k=top_k)
+    if as_json:
+        _echo_json({"query": text, "index_dir": str(index_dir), "results": results,
+                    "seconds": round(time.perf_counter() - t0, 3)})
+        return
+    if not results:
+        click.echo("No results (is the index empty?).")
+        return
+    for r in results:
+        loc = r["location"]
+        click.secho(f"[{r['rank']}] score {r['score']:.4f}  {r['source']}  ({loc})", bold=True)
+        body = r["text"]
+        if max_chars and len(body) > max_chars:
+            body = body[:max_chars].rstrip() + " …"
+        click.echo(body)
+        click.echo("")
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """Entry point of the ``ragloom`` console script."""
+    from ragloom.errors import RagloomError
+
+    try:
+        cli.main(args=argv, prog_name="ragloom", standalone_mode=True)
+    except RagloomError as exc:  # pragma: no cover - click handles exit codes in standalone mode
+        click.secho(f"error: {exc}", fg="red", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

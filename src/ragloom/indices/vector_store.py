@@ -1,0 +1,301 @@
+"""``VectorStoreIndex``: nodes embedded into a vector store, with a docstore and an index store beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from ragloom.data_structs import IndexDict
+from ragloom.embeddings import BaseEmbedding, resolve_embed_model
+from ragloom.schema import BaseNode, Document, NodeWithScore, TransformComponent
+from ragloom.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_INSERT_BATCH_SIZE = 2048
+
+
+def default_transformations(embed_model: Optional[BaseEmbedding] = None) -> List[TransformComponent]:
+    """The transformations used when none are given.
+
+    ``Settings.transformations`` / ``Settings.node_parser`` if the user set them; otherwise a
+    :class:`~ragloom.node_parser.SentenceSplitter` whose budget is measured in
+    ``embed_model``'s own tokenizer and capped at its text-token limit, so no chunk is
+    truncated by the model that embeds it.
+    """
+    if Settings._transformations is not None:
+        return list(Settings._transformations)
+    if Settings._node_parser is not None and not Settings._node_parser_is_default:
+        return [Settings._node_parser]
+    if embed_model is None or embed_model is Settings._embed_model:
+        return [Settings.node_parser]
+    from ragloom.node_parser import SentenceSplitter
+
+    tokenizer = embed_model.get_tokenizer() or Settings.tokenizer
+    limit = embed_model.max_text_tokens
+    chunk_size = Settings.chunk_size if limit is None else min(Settings.chunk_size, int(limit))
+    overlap = min(Settings.chunk_overlap, max(0, chunk_size // 8))
+    return [SentenceSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tokenizer)]
+
+
+def run_transformations(
+    nodes: Sequence[BaseNode], transformations: Sequence[TransformComponent], show_progress: bool = False, **kwargs: Any
+) -> List[BaseNode]:
+    """Apply each transformation in order; returns ``list[BaseNode]``."""
+    out: List[BaseNode] = list(nodes)
+    for transform in transformations:
+        out = transform(out, show_progress=show_progress, **kwargs)
+    return out
+
+
+class VectorStoreIndex:
+    """An index over a vector store (LlamaIndex's ``VectorStoreIndex``).
+
+    Args:
+        nodes: nodes to add (embedded now if they have no embedding).
+        storage_context: where vectors, nodes and the index struct live; default: a new
+            in-memory :class:`~ragloom.storage.StorageContext` (``persist()`` it to keep it).
+        embed_model: a :class:`~ragloom.embeddings.BaseEmbedding`, ``"default"`` or
+            ``"local:NAME"``; default ``Settings.embed_model``.
+        transformations: node parsers etc. used by :meth:`insert` and :meth:`from_documents`.
+        show_progress: progress bars for embedding.
+        store_nodes_override: also keep nodes in the docstore when the vector store stores text.
+        insert_batch_size: nodes embedded and written per batch (bounds memory); >= 1.
+
+    Raises:
+        ValueError: bad ``insert_batch_size``.
+    """
+
+    def __init__(
+        self,
+        nodes: Optional[Sequence[BaseNode]] = None,
+        storage_context: Any = None,
+        embed_model: Any = None,
+        transformations: Optional[List[TransformComponent]] = None,
+        show_progress: bool = False,
+        index_struct: Optional[IndexDict] = None,
+        store_nodes_override: bool = False,
+        insert_batch_size: int = DEFAULT_INSERT_BATCH_SIZE,
+        **kwargs: Any,
+    ) -> None:
+        from ragloom.storage import StorageContext
+
+        if not isinstance(insert_batch_size, int) or insert_batch_size < 1:
+            raise ValueError(f"insert_batch_size must be an int >= 1, got {insert_batch_size!r}")
+        self._storage_context = storage_context or StorageContext.from_defaults()
+        self._embed_model = resolve_embed_model(embed_model) if embed_model is not None else Settings.embed_model
+        self._transformations = list(transformations) if transformations is not None else None
+        self._show_progress = show_progress
+        self._store_nodes_override = store_nodes_override
+        self._insert_batch_size = insert_batch_size
+        if index_struct is None:
+            index_struct = IndexDict(embed_model=self._embed_model.identity())
+            self._index_struct = index_struct
+            self._storage_context.index_store.add_index_struct(index_struct)
+            if nodes:
+                self.insert_nodes(nodes, show_progress=show_progress)
+        else:
+            self._index_struct = index_struct
+            self._check_embed_model()
+            if nodes:
+                self.insert_nodes(nodes, show_progress=show_progress)
+
+    # -- construction ------------------------------------------------------------
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        storage_context: Any = None,
+        show_progress: bool = False,
+        embed_model: Any = None,
+        transformations: Optional[List[TransformComponent]] = None,
+        **kwargs: Any,
+    ) -> "VectorStoreIndex":
+        """Split ``documents`` with ``transformations``, embed the nodes and store them.
+
+        Each document's hash is recorded in the docstore, so :meth:`refresh_ref_docs` can
+        later tell unchanged documents from changed ones.
+        """
+        index = cls(
+            nodes=None,
+            storage_context=storage_context,
+            embed_model=embed_model,
+            transformations=transformations,
+            show_progress=show_progress,
+            **kwargs,
+        )
+        for batch in _batches(list(documents), 256):
+            index._insert_documents(batch, show_progress=show_progress)
+        return index
+
+    @classmethod
+    def from_vector_store(cls, vector_store: Any, embed_model: Any = None, **kwargs: Any) -> "VectorStoreIndex":
+        """An index over an existing vector store that stores node text (``stores_text``).
+
+        Raises:
+            ValueError: the vector store does not store text.
+        """
+        from ragloom.storage import StorageContext
+
+        if not getattr(vector_store, "stores_text", False):
+            raise ValueError("from_vector_store needs a vector store that stores node text (stores_text=True)")
+        storage_context = StorageContext.from_defaults(vector_store=vector_store)
+        return cls(nodes=None, storage_context=storage_context, embed_model=embed_model, **kwargs)
+
+    # -- properties ------------------------------------------------------------------
+    @property
+    def storage_context(self) -> Any:
+        return self._storage_context
+
+    @property
+    def vector_store(self) -> Any:
+        return self._storage_context.vector_store
+
+    @property
+    def docstore(self) -> Any:
+        return self._storage_context.docstore
+
+    @property
+    def index_struct(self) -> IndexDict:
+        return self._index_struct
+
+    @property
+    def index_id(self) -> str:
+        return self._index_struct.index_id
+
+    def set_index_id(self, index_id: str) -> None:
+        self._storage_context.index_store.delete_index_struct(self._index_struct.index_id)
+        self._index_struct.index_id = index_id
+        self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        return self._embed_model
+
+    @property
+    def transformations(self) -> List[TransformComponent]:
+        if self._transformations is None:
+            self._transformations = default_transformations(self._embed_model)
+        return self._transformations
+
+    @property
+    def ref_doc_info(self) -> Dict[str, Any]:
+        return self.docstore.get_all_ref_doc_info()
+
+    def _check_embed_model(self) -> None:
+        recorded = self._index_struct.embed_model or {}
+        name = recorded.get("model_name")
+        if name and name != self._embed_model.model_name:
+            logger.warning(
+                "index %s was built with embed model %r but is used with %r; similarity scores may be meaningless",
+                self.index_id,
+                name,
+                self._embed_model.model_name,
+            )
+
+    # -- writing -------------------------------------------------------------------------
+    def _transaction(self) -> Any:
+        tx = getattr(self._storage_context, "transaction", None)
+        return tx() if callable(tx) else contextlib.nullcontext()
+
+    def _add_nodes(self, nodes: List[BaseNode], show_progress: bool) -> List[str]:
+        todo = [n for n in nodes if n.embedding is None]
+        if todo:
+            self._embed_model(todo, show_progress=show_progress)
+        ids = self.vector_store.add(nodes)
+        if not getattr(self.vector_store, "stores_text", False) or self._store_nodes_override:
+            for node, vid in zip(nodes, ids):
+                self._index_struct.add_node(node.node_id, vid)
+            self.docstore.add_documents(nodes, allow_update=True)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+        return ids
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> None:
+        """Embed (where needed) and store ``nodes`` in batches of ``insert_batch_size``."""
+        for batch in _batches(list(nodes), self._insert_batch_size):
+            with self._transaction():
+                self._add_nodes(batch, show_progress=show_progress)
+
+    def _insert_documents(self, documents: Sequence[Document], show_progress: bool = False) -> int:
+        """Split, embed and store ``documents``; each batch of nodes and the documents' hashes commit together.
+
+        Returns the number of nodes written.
+        """
+        nodes = run_transformations(documents, self.transformations, show_progress=show_progress)
+        with self._transaction():
+            for batch in _batches(nodes, self._insert_batch_size):
+                self._add_nodes(batch, show_progress=show_progress)
+            for doc in documents:
+                self.docstore.set_document_hash(doc.id_, doc.hash)
+        return len(nodes)
+
+    def insert(self, document: Document, **kwargs: Any) -> None:
+        """Split, embed and store one document."""
+        self._insert_documents([document], show_progress=self._show_progress)
+
+    def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, **kwargs: Any) -> None:
+        """Remove every node of document ``ref_doc_id`` from the vector store (and the docstore if asked)."""
+        with self._transaction():
+            self.vector_store.delete(ref_doc_id)
+            if delete_from_docstore:
+                self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
+                self.docstore.delete_document(ref_doc_id, raise_error=False)
+
+    def update_ref_doc(self, document: Document, **kwargs: Any) -> None:
+        """Replace the nodes of ``document`` (same ``id_``) with freshly split and embedded ones."""
+        with self._transaction():
+            self.delete_ref_doc(document.id_, delete_from_docstore=True)
+            self._insert_documents([document], show_progress=self._show_progress)
+
+    def refresh_ref_docs(self, documents: Sequence[Document], show_progress: bool = False, **kwargs: Any) -> List[bool]:
+        """Insert new documents, replace changed ones, skip unchanged ones (by :attr:`Document.hash`).
+
+        Returns ``list[bool]``, one per document: ``True`` if it was inserted or updated.
+        """
+        refreshed: List[bool] = []
+        changed: List[Document] = []
+        for doc in documents:
+            old = self.docstore.get_document_hash(doc.id_)
+            if old == doc.hash:
+                refreshed.append(False)
+                continue
+            refreshed.append(True)
+            changed.append(doc)
+        if changed:
+            with self._transaction():
+                for doc in changed:
+                    if self.docstore.get_document_hash(doc.id_) is not None:
+                        self.delete_ref_doc(doc.id_, delete_from_docstore=True)
+                self._insert_documents(changed, show_progress=show_progress)
+        return refreshed
+
+    # -- reading -------------------------------------------------------------------------
+    def _build_node_list_from_query_result(self, result: Any) -> List[NodeWithScore]:
+        sims = list(result.similarities or [])
+        if result.nodes is not None:
+            nodes = list(result.nodes)
+        else:
+            ids = list(result.ids or [])
+            node_ids = [self._index_struct.nodes_dict.get(i, i) for i in ids]
+            nodes = self.docstore.get_nodes(node_ids)
+        out = []
+        for i, node in enumerate(nodes):
+            out.append(NodeWithScore(node=node, score=sims[i] if i < len(sims) else None))
+        return out
+
+    def as_retriever(self, **kwargs: Any) -> Any:
+        """A :class:`~ragloom.retrievers.VectorIndexRetriever` (``similarity_top_k``, ``filters`` …)."""
+        from ragloom.retrievers import VectorIndexRetriever
+
+        return VectorIndexRetriever(self, **kwargs)
+
+    def as_query_engine(self, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            "answer synthesis (as_query_engine) is not in this release yet; use as_retriever() for passages"
+        )
+
+
+def _batches(items: List[Any], size: int) -> Iterator[List[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,80 @@
+"""Plain text of any kind: ``.txt``, Markdown, reST, org, source code, and unknown extensions."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ragloom.errors import ReaderError
+from ragloom.readers.base import BaseReader, file_path_str, make_document
+from ragloom.readers.encoding import BinaryContentError, decode_bytes, normalize_newlines
+from ragloom.schema import Document
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TextReader", "read_text_file", "REASON_BINARY", "REASON_EMPTY"]
+
+REASON_BINARY = "binary file"
+REASON_EMPTY = "empty"
+
+#: Metadata keys readers add for bookkeeping; hidden from the embed and LLM views.
+ENCODING_KEY = "encoding"
+
+
+def read_text_file(
+    file: Path,
+    encoding: Optional[str] = None,
+    errors: str = "strict",
+    declared: Optional[str] = None,
+    data: Optional[bytes] = None,
+) -> Tuple[str, str]:
+    """Read and decode a text file; return ``(text, codec_name)`` with ``\\n`` newlines.
+
+    See :func:`ragloom.readers.encoding.decode_bytes` for how the codec is chosen.
+
+    Raises:
+        ReaderError: reason ``"binary file"`` if the bytes are not text, or
+            ``"cannot decode as <codec>: ..."`` if decoding fails under ``errors="strict"``.
+        OSError: the file cannot be opened (e.g. ``PermissionError``).
+    """
+    if data is None:
+        data = Path(file).read_bytes()
+    try:
+        text, enc = decode_bytes(data, encoding=encoding, errors=errors, declared=declared)
+    except BinaryContentError as exc:
+        raise ReaderError(file_path_str(file), REASON_BINARY, exc) from exc
+    except UnicodeDecodeError as exc:
+        raise ReaderError(file_path_str(file), f"cannot decode as {exc.encoding}: {exc.reason}", exc) from exc
+    return normalize_newlines(text), enc
+
+
+class TextReader(BaseReader):
+    """Reads a whole text file into one :class:`Document` (id = absolute POSIX path).
+
+    Args:
+        encoding: codec to force, or ``None`` to detect (BOM → UTF-8 → charset-normalizer,
+            GBK family read as GB18030).
+        errors: codec error handler for the decode (``"strict"`` by default).
+
+    The document's metadata gets ``encoding`` (the codec used), hidden from embed and
+    LLM views.  ``text`` is the file's characters with newlines normalised to ``\\n``.
+
+    Raises:
+        ReaderError: ``"binary file"``, ``"empty"`` (no non-whitespace character) or a
+            decoding failure.
+    """
+
+    assigns_ids = True
+
+    def __init__(self, encoding: Optional[str] = None, errors: str = "strict") -> None:
+        self.encoding = encoding
+        self.errors = errors
+
+    def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
+        text, enc = read_text_file(Path(file), self.encoding, self.errors)
+        if not text.strip():
+            raise ReaderError(file_path_str(file), REASON_EMPTY)
+        return [
+            make_document(text, file, extra_info, metadata={ENCODING_KEY: enc}, hidden_keys=[ENCODING_KEY])
+        ]

@@ -1,0 +1,155 @@
+"""Metadata filters: compiled to SQL for SQLite stores, or evaluated in Python.
+
+Both follow the semantics documented in :mod:`ragloom.vector_stores.types`, so a
+backend that evaluates filters itself and one that pushes them into SQL return
+the same nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Mapping, Tuple
+
+from ragloom.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+
+__all__ = ["filters_to_sql", "metadata_matches"]
+
+_SQL_CMP = {
+    FilterOperator.GT: ">",
+    FilterOperator.LT: "<",
+    FilterOperator.GTE: ">=",
+    FilterOperator.LTE: "<=",
+}
+
+_Scalar = (str, int, float, bool)
+
+
+def _json_path(key: str) -> str:
+    # a quoted member name: keys may hold dots, spaces, brackets
+    if '"' in key or "\\" in key:
+        raise ValueError(f"metadata filter key {key!r}: keys with '\"' or '\\' cannot be filtered")
+    return f'$."{key}"'
+
+
+def _check_scalar(f: MetadataFilter, value: Any) -> Any:
+    if not isinstance(value, _Scalar):
+        raise ValueError(
+            f"metadata filter {f.key!r} {f.operator.value}: value must be a string, number or bool, got {value!r}"
+        )
+    return value
+
+
+def filters_to_sql(filters: MetadataFilters, column: str) -> Tuple[str, List[Any]]:
+    """Compile ``filters`` to an SQL boolean expression over the JSON/JSONB ``column``.
+
+    Returns ``(sql, params)`` with positional ``?`` parameters in order.
+    """
+    params: List[Any] = []
+    sql = _compile_group(filters, column, params)
+    return sql, params
+
+
+def _compile_group(group: MetadataFilters, column: str, params: List[Any]) -> str:
+    parts = []
+    for f in group.filters:
+        if isinstance(f, MetadataFilters):
+            parts.append(_compile_group(f, column, params))
+        else:
+            parts.append(_compile_one(f, column, params))
+    if not parts:
+        return "1"
+    joiner = " AND " if group.condition == FilterCondition.AND else " OR "
+    return "(" + joiner.join(parts) + ")"
+
+
+def _compile_one(f: MetadataFilter, column: str, params: List[Any]) -> str:
+    op = FilterOperator(f.operator)
+    path = _json_path(f.key)
+    value_expr = f"json_extract({column}, ?)"
+    if op == FilterOperator.EQ:
+        params.extend([path, _check_scalar(f, f.value)])
+        return f"({value_expr} = ?)"
+    if op in _SQL_CMP:
+        # order only like with like (SQLite would rank every number below every string)
+        value = _check_scalar(f, f.value)
+        kinds = "('text')" if isinstance(value, str) else "('integer', 'real', 'true', 'false')"
+        params.extend([path, path, value])
+        return f"(json_type({column}, ?) IN {kinds} AND {value_expr} {_SQL_CMP[op]} ?)"
+    if op == FilterOperator.NE:
+        params.extend([path, path, _check_scalar(f, f.value)])
+        return f"({value_expr} IS NOT NULL AND {value_expr} != ?)"
+    if op in (FilterOperator.IN, FilterOperator.NIN):
+        values = [_check_scalar(f, v) for v in f.value]
+        if op == FilterOperator.IN:
+            params.extend([path, json.dumps(values)])
+            return f"({value_expr} IN (SELECT value FROM json_each(?)))"
+        params.extend([path, path, json.dumps(values)])
+        return f"({value_expr} IS NOT NULL AND {value_expr} NOT IN (SELECT value FROM json_each(?)))"
+    if op == FilterOperator.CONTAINS:
+        value = _check_scalar(f, f.value)
+        params.extend([path, path, value])
+        array_test = f"EXISTS (SELECT 1 FROM json_each({column}, ?) WHERE value = ?)"
+        if isinstance(value, str):
+            params.extend([path, path, value])
+            text_test = f"instr({value_expr}, ?) > 0"
+        else:
+            text_test = "0"
+        return f"(CASE json_type({column}, ?) WHEN 'array' THEN {array_test} WHEN 'text' THEN {text_test} ELSE 0 END)"
+    if op == FilterOperator.TEXT_MATCH:
+        if not isinstance(f.value, str):
+            raise ValueError(f"metadata filter {f.key!r} text_match: value must be a string, got {f.value!r}")
+        params.extend([path, path, f.value.casefold()])
+        return f"(json_type({column}, ?) = 'text' AND instr(ragloom_casefold({value_expr}), ?) > 0)"
+    raise ValueError(f"unsupported filter operator {op!r}")
+
+
+def metadata_matches(metadata: Mapping[str, Any], filters: MetadataFilters) -> bool:
+    """Evaluate ``filters`` against one node's metadata in Python."""
+    results = (
+        metadata_matches(metadata, f) if isinstance(f, MetadataFilters) else _match_one(metadata, f)
+        for f in filters.filters
+    )
+    if not filters.filters:
+        return True
+    return all(results) if filters.condition == FilterCondition.AND else any(results)
+
+
+def _eq(a: Any, b: Any) -> bool:
+    # SQLite compares JSON true/false as 1/0 and numbers across int/float; so does Python
+    if isinstance(a, str) != isinstance(b, str):
+        return False
+    return bool(a == b)
+
+
+def _match_one(metadata: Mapping[str, Any], f: MetadataFilter) -> bool:
+    op = FilterOperator(f.operator)
+    if f.key not in metadata or metadata[f.key] is None:
+        return False
+    mv = metadata[f.key]
+    if op in (FilterOperator.EQ, FilterOperator.NE):
+        if isinstance(mv, (list, dict)):
+            return op == FilterOperator.NE
+        return _eq(mv, f.value) == (op == FilterOperator.EQ)
+    if op in (FilterOperator.GT, FilterOperator.LT, FilterOperator.GTE, FilterOperator.LTE):
+        if isinstance(mv, (list, dict)) or isinstance(mv, str) != isinstance(f.value, str):
+            return False
+        if op == FilterOperator.GT:
+            return bool(mv > f.value)
+        if op == FilterOperator.LT:
+            return bool(mv < f.value)
+        if op == FilterOperator.GTE:
+            return bool(mv >= f.value)
+        return bool(mv <= f.value)
+    if op == FilterOperator.IN:
+        return not isinstance(mv, (list, dict)) and any(_eq(mv, v) for v in f.value)
+    if op == FilterOperator.NIN:
+        return isinstance(mv, (list, dict)) or not any(_eq(mv, v) for v in f.value)
+    if op == FilterOperator.CONTAINS:
+        if isinstance(mv, list):
+            return any(_eq(x, f.value) for x in mv)
+        if isinstance(mv, str) and isinstance(f.value, str):
+            return f.value in mv
+        return False
+    if op == FilterOperator.TEXT_MATCH:
+        return isinstance(mv, str) and f.value.casefold() in mv.casefold()
+    raise ValueError(f"unsupported filter operator {op!r}")

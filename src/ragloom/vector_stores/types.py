@@ -1,0 +1,215 @@
+"""The vector store protocol, its query types and metadata filters (LlamaIndex names).
+
+A store keeps one embedding per node and answers nearest-neighbour queries with
+cosine similarity (higher is more similar), optionally restricted by metadata
+filters.  Filters are evaluated by the store itself (pushed down), never by
+post-filtering a top-k.
+
+Filter semantics (shared by every store so results agree across backends):
+a node whose metadata lacks the filter's key never matches, whatever the
+operator (``!=`` and ``nin`` included), as in LlamaIndex's simple store.
+``in``/``nin`` take a list of values; ``contains`` matches a list-valued field
+holding the value (or a string field containing it as a substring);
+``text_match`` is a case-insensitive substring match on a string field.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, List, Optional, Sequence, Union
+
+from ragloom.schema import BaseNode
+
+__all__ = [
+    "FilterOperator",
+    "FilterCondition",
+    "MetadataFilter",
+    "ExactMatchFilter",
+    "MetadataFilters",
+    "VectorStoreQueryMode",
+    "VectorStoreQuery",
+    "VectorStoreQueryResult",
+    "BasePydanticVectorStore",
+    "VectorStore",
+]
+
+
+class FilterOperator(str, Enum):
+    EQ = "=="
+    NE = "!="
+    GT = ">"
+    LT = "<"
+    GTE = ">="
+    LTE = "<="
+    IN = "in"
+    NIN = "nin"
+    TEXT_MATCH = "text_match"
+    CONTAINS = "contains"
+
+
+class FilterCondition(str, Enum):
+    AND = "and"
+    OR = "or"
+
+
+MetadataValue = Union[str, int, float, bool, List[str], List[int], List[float], None]
+
+
+@dataclass
+class MetadataFilter:
+    """``metadata[key] <operator> value`` (``operator`` may be given as its string, e.g. ``">="``)."""
+
+    key: str
+    value: Any
+    operator: FilterOperator = FilterOperator.EQ
+
+    def __post_init__(self) -> None:
+        self.operator = FilterOperator(self.operator)
+        if self.operator in (FilterOperator.IN, FilterOperator.NIN) and not isinstance(self.value, (list, tuple, set)):
+            raise ValueError(f"filter {self.key!r} {self.operator.value}: value must be a list, got {self.value!r}")
+
+
+#: LlamaIndex's legacy name for an equality filter.
+ExactMatchFilter = MetadataFilter
+
+
+@dataclass
+class MetadataFilters:
+    """Filters (or nested groups of filters) combined with ``condition`` (``"and"``/``"or"``)."""
+
+    filters: List[Union[MetadataFilter, "MetadataFilters"]]
+    condition: FilterCondition = FilterCondition.AND
+
+    def __post_init__(self) -> None:
+        self.filters = list(self.filters)
+        self.condition = FilterCondition(self.condition or FilterCondition.AND)
+        for f in self.filters:
+            if not isinstance(f, (MetadataFilter, MetadataFilters)):
+                raise ValueError(f"MetadataFilters takes MetadataFilter or MetadataFilters, got {f!r}")
+
+
+class VectorStoreQueryMode(str, Enum):
+    DEFAULT = "default"
+    SPARSE = "sparse"
+    HYBRID = "hybrid"
+    TEXT_SEARCH = "text_search"
+    MMR = "mmr"
+
+
+@dataclass
+class VectorStoreQuery:
+    """A nearest-neighbour query: ``similarity_top_k`` nodes closest to ``query_embedding``.
+
+    ``doc_ids`` restricts to nodes of those source documents, ``node_ids`` to those
+    nodes, ``filters`` to nodes whose metadata match.
+    """
+
+    query_embedding: Optional[List[float]] = None
+    similarity_top_k: int = 1
+    doc_ids: Optional[List[str]] = None
+    node_ids: Optional[List[str]] = None
+    query_str: Optional[str] = None
+    output_fields: Optional[List[str]] = None
+    embedding_field: Optional[str] = None
+    mode: Union[VectorStoreQueryMode, str] = VectorStoreQueryMode.DEFAULT
+    alpha: Optional[float] = None
+    filters: Optional[MetadataFilters] = None
+    mmr_threshold: Optional[float] = None
+    sparse_top_k: Optional[int] = None
+    hybrid_top_k: Optional[int] = None
+
+
+@dataclass
+class VectorStoreQueryResult:
+    """Best first: ``nodes`` (if the store keeps text), ``similarities`` and ``ids`` in the same order."""
+
+    nodes: Optional[List[BaseNode]] = None
+    similarities: Optional[List[float]] = None
+    ids: Optional[List[str]] = None
+
+
+class BasePydanticVectorStore(ABC):
+    """The vector store protocol every backend implements.
+
+    (The name is LlamaIndex's; ragloom stores are plain classes, not pydantic models.)
+    """
+
+    stores_text: bool = False
+    is_embedding_query: bool = True
+    flat_metadata: bool = False
+
+    @property
+    @abstractmethod
+    def client(self) -> Any:
+        """The underlying client (for the default store: the apsw connection)."""
+
+    @abstractmethod
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
+        """Add (or replace, by node id) nodes with their ``embedding``; return their ids."""
+
+    @abstractmethod
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node whose ``ref_doc_id`` is ``ref_doc_id``."""
+
+    def delete_nodes(
+        self,
+        node_ids: Optional[List[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        """Delete nodes by id and/or matching ``filters`` (both given: nodes matching both)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete nodes")
+
+    def get_nodes(
+        self,
+        node_ids: Optional[List[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+    ) -> List[BaseNode]:
+        """Nodes by id and/or matching ``filters``."""
+        raise NotImplementedError(f"{type(self).__name__} cannot get nodes")
+
+    @abstractmethod
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The ``similarity_top_k`` nearest nodes, best first, scored by cosine similarity."""
+
+    def clear(self) -> None:
+        """Delete every node."""
+        raise NotImplementedError(f"{type(self).__name__} cannot clear")
+
+    def persist(self, persist_path: str, fs: Any = None) -> None:
+        """Make the store durable at ``persist_path`` (no-op for stores that always are)."""
+        return None
+
+    # -- async variants (the embedded store is local and fast: they run inline) ------------
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+        return self.add(nodes, **kwargs)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        self.delete(ref_doc_id, **delete_kwargs)
+
+    async def adelete_nodes(
+        self,
+        node_ids: Optional[List[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+        **delete_kwargs: Any,
+    ) -> None:
+        self.delete_nodes(node_ids, filters, **delete_kwargs)
+
+    async def aget_nodes(
+        self,
+        node_ids: Optional[List[str]] = None,
+        filters: Optional[MetadataFilters] = None,
+    ) -> List[BaseNode]:
+        return self.get_nodes(node_ids, filters)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self.query(query, **kwargs)
+
+    async def aclear(self) -> None:
+        self.clear()
+
+
+#: Short name for the protocol.
+VectorStore = BasePydanticVectorStore
