@@ -177,10 +177,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
                     batch, files_in_batch = [], 0
             flush(batch)
             report = reader.report
-            read_files.update(str(f.path if hasattr(f, "path") else f[0]) for f in report.read)
-            for s in report.skipped:
-                path, reason = (s.path, s.reason) if hasattr(s, "path") else (s[0], s[1])
-                skipped.append({"path": str(path), "reason": str(reason)})
+            read_files.update(f.path for f in report.read)
+            skipped.extend({"path": s.path, "reason": s.reason} for s in report.skipped)
         bar_files.update(bar_files.total - bar_files.n)
     finally:
         bar_files.close()

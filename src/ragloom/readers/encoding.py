@@ -5,9 +5,10 @@ Detection uses `charset-normalizer`_.  Two rules sit on top of it:
 * any GBK-family result (``gb2312``, ``gbk``, ``cp936``, ``gb18030``, ``hz``) decodes as
   **GB18030**, the superset: real "GBK" files often hold characters that Python's strict
   ``gbk`` codec rejects but GB18030 maps;
-* among single-byte Western candidates that are as plausible as the best one,
-  ``cp1252`` (the most common legacy Western encoding) wins over look-alikes such as
-  ``cp1250``, which decode ``ñ``/``è`` bytes to different letters.
+* when the best guess is a single-byte code page and ``cp1252`` (the most common legacy
+  encoding) is as plausible and as coherent, ``cp1252`` wins: short or plain Western text is
+  ambiguous between code pages (``cp1250`` reads ``ñ`` as ``ń``, ``cp1006`` as Urdu), and
+  the language-coherence score keeps e.g. longer Russian ``cp1251`` text as it is.
 
 Bytes that look binary (NUL bytes outside UTF-16/32, or many control characters) raise
 :class:`BinaryContentError`; that is how readers tell a binary file from a text file.
@@ -23,7 +24,7 @@ from typing import Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BinaryContentError", "decode_bytes", "normalize_newlines", "detect_encoding"]
+__all__ = ["BinaryContentError", "decode_bytes", "detect_encoding", "looks_binary_head", "normalize_newlines"]
 
 # Longest BOMs first: the UTF-32-LE BOM starts with the UTF-16-LE one.
 _BOMS: Tuple[Tuple[bytes, str], ...] = (
@@ -35,11 +36,8 @@ _BOMS: Tuple[Tuple[bytes, str], ...] = (
 )
 
 _GB_FAMILY = {"gb2312", "gbk", "cp936", "gb18030", "hz", "euc_cn", "ms936"}
-_WESTERN_SINGLE_BYTE = {
-    "cp1250", "cp1252", "cp1254", "cp1257", "cp1258", "latin_1", "iso8859_1", "iso8859_2",
-    "iso8859_9", "iso8859_10", "iso8859_13", "iso8859_14", "iso8859_15", "iso8859_16",
-    "mac_roman", "mac_latin2", "mac_iceland", "cp850", "cp437",
-}
+_SINGLE_BYTE_PREFIXES = ("cp", "iso8859", "mac_", "koi8", "latin", "kz1048", "ptcp154", "tis_620", "hp_roman8")
+_MULTI_BYTE_CP = {"cp932", "cp949", "cp950", "cp936", "cp65001"}
 # Control characters that never appear in real text (C0 minus \t \n \v \f \r and ESC).
 _BAD_CONTROLS = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B)}
 _SAMPLE_BYTES = 8192
@@ -71,6 +69,24 @@ def _looks_binary(text: str) -> bool:
     return bad / len(sample) > 0.05
 
 
+def looks_binary_head(head: bytes) -> bool:
+    """Cheap test on the first bytes of a file: NUL bytes with no UTF-16/32 BOM and no sign
+    of BOM-less UTF-16/32 (NULs at every 2nd/4th byte) mean binary.  Lets readers skip a large
+    binary file without reading all of it."""
+    if b"\x00" not in head or _bom_encoding(head) is not None:
+        return False
+    n = len(head) - len(head) % 4
+    if n < 4:
+        return True
+    even_nul = head[0:n:2].count(0) / (n // 2)
+    odd_nul = head[1:n:2].count(0) / (n // 2)
+    # UTF-16 text of mostly ASCII/Latin has NULs at nearly every other byte; UTF-32 more so.
+    return not (max(even_nul, odd_nul) > 0.5 and min(even_nul, odd_nul) < 0.1) and not (
+        head[0:n:4].count(0) + head[3:n:4].count(0) > 0 and head[1:n:4].count(0) / (n // 4) > 0.9
+        and head[2:n:4].count(0) / (n // 4) > 0.9
+    )
+
+
 def detect_encoding(data: bytes) -> Optional[str]:
     """Best-guess codec name for ``data`` (bytes) by charset-normalizer plus the rules above.
 
@@ -85,7 +101,9 @@ def detect_encoding(data: bytes) -> Optional[str]:
     enc = _canonical(best.encoding)
     if enc in _GB_FAMILY or any(_canonical(e) in _GB_FAMILY for e in best.could_be_from_charset):
         return "gb18030"
-    if enc in _WESTERN_SINGLE_BYTE and enc != "cp1252":
+    if enc != "cp1252" and enc.startswith(_SINGLE_BYTE_PREFIXES) and enc not in _MULTI_BYTE_CP:
+        # Single-byte code pages are often equally plausible on short or plain Western text;
+        # take cp1252 when it is as plausible (chaos) and as coherent (language fit) as the best.
         for m in matches:
             if m.chaos > best.chaos + 0.01 or m.coherence < best.coherence - 0.01:
                 continue

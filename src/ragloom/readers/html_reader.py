@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -77,9 +78,12 @@ def html_to_text(markup: str) -> str:
     breaks kept inside ``<pre>``).  Scripts, styles, ``<nav>``, form controls, comments and
     hidden elements are dropped; entities are decoded by the parser (lxml via BeautifulSoup).
     """
-    from bs4 import BeautifulSoup
+    from bs4 import BeautifulSoup, XMLParsedAsHTMLWarning
 
-    soup = BeautifulSoup(markup, "lxml")
+    with warnings.catch_warnings():
+        # XHTML and XML-declared pages parse fine as HTML; the warning is noise here.
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(markup, "lxml")
     title = soup.title.get_text(" ", strip=True) if soup.title else ""
     out: List[str] = []
     root = soup.body or soup

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, file_path_str, make_document
-from ragloom.readers.encoding import BinaryContentError, decode_bytes, normalize_newlines
+from ragloom.readers.encoding import BinaryContentError, decode_bytes, looks_binary_head, normalize_newlines
 from ragloom.schema import Document
 
 logger = logging.getLogger(__name__)
@@ -20,6 +20,7 @@ REASON_EMPTY = "empty"
 
 #: Metadata keys readers add for bookkeeping; hidden from the embed and LLM views.
 ENCODING_KEY = "encoding"
+_SNIFF_BYTES = 8192
 
 
 def read_text_file(
@@ -39,7 +40,11 @@ def read_text_file(
         OSError: the file cannot be opened (e.g. ``PermissionError``).
     """
     if data is None:
-        data = Path(file).read_bytes()
+        with open(file, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+            if encoding is None and looks_binary_head(head):
+                raise ReaderError(file_path_str(file), REASON_BINARY)
+            data = head + fh.read()
     try:
         text, enc = decode_bytes(data, encoding=encoding, errors=errors, declared=declared)
     except BinaryContentError as exc:

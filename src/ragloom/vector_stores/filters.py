@@ -90,7 +90,7 @@ def _compile_one(f: MetadataFilter, column: str, params: List[Any]) -> str:
         params.extend([path, path, value])
         array_test = f"EXISTS (SELECT 1 FROM json_each({column}, ?) WHERE value = ?)"
         if isinstance(value, str):
-            params.extend([path, path, value])
+            params.extend([path, value])
             text_test = f"instr({value_expr}, ?) > 0"
         else:
             text_test = "0"

@@ -1,0 +1,293 @@
+"""Base classes of node parsers (LlamaIndex names): ``NodeParser``, ``TextSplitter``,
+``MetadataAwareTextSplitter``.
+
+A node parser is a :class:`~ragloom.schema.TransformComponent`: ``parser(nodes)`` returns
+the chunk nodes of every input node.  Text splitters built on the span engine share
+:class:`MetadataAwareTextSplitter`, which turns spans into nodes (offsets exact by
+construction, deterministic ids, SOURCE/PREVIOUS/NEXT relationships).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from abc import abstractmethod
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ragloom.schema import (
+    DEFAULT_TEXT_NODE_TMPL,
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["NodeParser", "TextSplitter", "MetadataAwareTextSplitter", "IdFuncCallable"]
+
+IdFuncCallable = Callable[[int, BaseNode], str]
+Span = Tuple[int, int]
+_SENTINEL = "\x00ragloom-content\x00"
+_BATCH_CHARS = 8_000_000
+
+
+class NodeParser(TransformComponent):
+    """Turns nodes (usually documents) into chunk nodes."""
+
+    include_metadata: bool = True
+    include_prev_next_rel: bool = True
+
+    @abstractmethod
+    def get_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> List[BaseNode]: ...
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[BaseNode]:
+        return self.get_nodes_from_documents(nodes, **kwargs)
+
+
+class TextSplitter(NodeParser):
+    """A node parser defined by ``split_text(text) -> list[str]``."""
+
+    @abstractmethod
+    def split_text(self, text: str) -> List[str]: ...
+
+    def split_texts(self, texts: Sequence[str]) -> List[str]:
+        out: List[str] = []
+        for t in texts:
+            out.extend(self.split_text(t))
+        return out
+
+
+def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
+    """``(prefix, suffix, mode)`` such that ``get_content(mode) == prefix + chunk + suffix``."""
+    out: List[Tuple[str, str, MetadataMode]] = []
+    template = getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL)
+    for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+        meta = node.get_metadata_str(mode).strip()
+        if not meta:
+            out.append(("", "", mode))
+            continue
+        full = template.format(content=_SENTINEL, metadata_str=meta)
+        parts = full.split(_SENTINEL)
+        if len(parts) != 2:
+            raise ValueError(f"text_template must contain {{content}} exactly once: {template!r}")
+        out.append((parts[0].lstrip(), parts[1].rstrip(), mode))
+    return out
+
+
+class MetadataAwareTextSplitter(TextSplitter):
+    """Shared machinery of the span-engine splitters (subclasses define the boundary levels)."""
+
+    def __init__(
+        self,
+        chunk_size: int,
+        chunk_overlap: int,
+        tokenizer: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Optional[IdFuncCallable] = None,
+    ) -> None:
+        if chunk_size is None or int(chunk_size) <= 0:
+            raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
+        if chunk_overlap is None or int(chunk_overlap) < 0:
+            raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
+        if int(chunk_overlap) >= int(chunk_size):
+            raise ValueError(
+                f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})"
+            )
+        self.chunk_size = int(chunk_size)
+        self.chunk_overlap = int(chunk_overlap)
+        from ragloom.tokenizers import get_tokenizer
+
+        if tokenizer is None:
+            from ragloom.settings import Settings
+
+            self.tokenizer = Settings.tokenizer
+        else:
+            self.tokenizer = get_tokenizer(tokenizer)
+        self.include_metadata = include_metadata
+        self.include_prev_next_rel = include_prev_next_rel
+        self.id_func = id_func
+        self._config_digest: Optional[str] = None
+
+    # -- subclass hooks ------------------------------------------------------------------
+    @abstractmethod
+    def _levels(self) -> list: ...
+
+    def _config_extra(self) -> Dict[str, Any]:
+        return {}
+
+    # -- config ------------------------------------------------------------------------
+    @classmethod
+    def from_defaults(cls, **kwargs: Any) -> "MetadataAwareTextSplitter":
+        return cls(**kwargs)
+
+    def to_config(self) -> Dict[str, Any]:
+        cfg: Dict[str, Any] = {
+            "class_name": self.class_name(),
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "tokenizer": getattr(self.tokenizer, "name", repr(self.tokenizer)),
+            "include_metadata": self.include_metadata,
+            "include_prev_next_rel": self.include_prev_next_rel,
+        }
+        cfg.update(self._config_extra())
+        return cfg
+
+    def _digest(self) -> str:
+        if self._config_digest is None:
+            self._config_digest = hashlib.sha256(
+                json.dumps(self.to_config(), sort_keys=True, default=str).encode("utf-8")
+            ).hexdigest()
+        return self._config_digest
+
+    # -- spans -------------------------------------------------------------------------
+    def _pack(self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
+        from ragloom.node_parser.text.engine import ExactCounter, pack_spans
+
+        return pack_spans(
+            text,
+            self._levels(),
+            sizer,
+            ExactCounter(self.tokenizer, sizer),
+            self.chunk_size,
+            self.chunk_overlap,
+            wrappers,
+        )
+
+    def _check_overhead(self, wrappers: Sequence[Tuple[str, str, MetadataMode]], node: Optional[BaseNode]) -> List[Tuple[str, str]]:
+        uniq: List[Tuple[str, str]] = []
+        for p, s, mode in wrappers:
+            if (p, s) in uniq:
+                continue
+            uniq.append((p, s))
+            if not p and not s:
+                continue
+            used = self.tokenizer.count(p) + self.tokenizer.count(s)
+            if used >= self.chunk_size:
+                if node is not None:
+                    keys = list(node._visible_metadata(mode).keys())
+                    where = f"document {node.id_!r}: metadata keys {keys}"
+                else:
+                    where = "metadata string"
+                raise ValueError(
+                    f"{where} take {used} tokens in {mode.value} mode, leaving no room within "
+                    f"chunk_size={self.chunk_size}; increase chunk_size or exclude metadata keys "
+                    "(excluded_embed_metadata_keys / excluded_llm_metadata_keys)"
+                )
+            if self.chunk_size - used < 50:
+                logger.warning(
+                    "metadata takes %d of %d tokens; chunks will be small", used, self.chunk_size
+                )
+        return uniq
+
+    def split_spans(self, text: str, metadata_str: Optional[str] = None) -> List[Span]:
+        """``(start, end)`` character spans of the chunks of ``text`` (whitespace-stripped).
+
+        With ``metadata_str``, each chunk plus ``metadata_str + "\\n\\n"`` fits ``chunk_size``.
+        """
+        from ragloom.node_parser.text.engine import make_sizers
+
+        if not text or text.isspace():
+            return []
+        wrappers: List[Tuple[str, str, MetadataMode]] = [("", "", MetadataMode.NONE)]
+        if metadata_str is not None and metadata_str.strip():
+            wrappers = [(metadata_str.strip() + "\n\n", "", MetadataMode.EMBED)]
+        uniq = self._check_overhead(wrappers, None)
+        sizer = make_sizers(self.tokenizer, [text])[0]
+        return self._pack(text, sizer, uniq)
+
+    def split_text(self, text: str) -> List[str]:
+        return [text[a:b] for a, b in self.split_spans(text)]
+
+    def split_text_metadata_aware(self, text: str, metadata_str: str) -> List[str]:
+        return [text[a:b] for a, b in self.split_spans(text, metadata_str)]
+
+    # -- nodes -------------------------------------------------------------------------
+    def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
+        h = hashlib.sha256()
+        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
+        h.update(chunk.encode("utf-8", "surrogatepass"))
+        return str(uuid.UUID(hex=h.hexdigest()[:32]))
+
+    def _build_nodes(self, node: BaseNode, text: str, spans: List[Span]) -> List[TextNode]:
+        src = node.as_related_node_info()  # hashes the whole text: once per document
+        out: List[TextNode] = []
+        ref_id = node.id_
+        meta = node.metadata if self.include_metadata else {}
+        for i, (a, b) in enumerate(spans):
+            chunk = text[a:b]
+            nid = self.id_func(i, node) if self.id_func is not None else self._node_id(i, ref_id, a, b, chunk)
+            out.append(
+                TextNode(
+                    id_=nid,
+                    text=chunk,
+                    start_char_idx=a,
+                    end_char_idx=b,
+                    metadata=dict(meta),
+                    excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
+                    excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
+                    metadata_template=node.metadata_template,
+                    metadata_separator=node.metadata_separator,
+                    text_template=getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL),
+                    mimetype=getattr(node, "mimetype", "text/plain"),
+                    relationships={NodeRelationship.SOURCE: src},
+                )
+            )
+        if self.include_prev_next_rel and len(out) > 1:
+            infos = [RelatedNodeInfo(node_id=n.id_, node_type=n.get_type(), hash=n.hash) for n in out]
+            for i, n in enumerate(out):
+                rels = dict(n.relationships)
+                if i > 0:
+                    rels[NodeRelationship.PREVIOUS] = infos[i - 1]
+                if i + 1 < len(out):
+                    rels[NodeRelationship.NEXT] = infos[i + 1]
+                n.relationships = rels
+        return out
+
+    def get_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> List[BaseNode]:
+        from ragloom.node_parser.text.engine import make_sizers
+
+        todo: List[Tuple[BaseNode, str]] = []
+        for doc in documents:
+            text = doc.get_content(MetadataMode.NONE)
+            if text and not text.isspace():
+                todo.append((doc, text))
+        result: List[BaseNode] = []
+        bar = None
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(todo), desc="Parsing nodes")
+        i = 0
+        while i < len(todo):
+            # tokenize a batch of documents at once (multithreaded in the tokenizer)
+            j, size = i, 0
+            while j < len(todo) and (j == i or size + len(todo[j][1]) <= _BATCH_CHARS):
+                size += len(todo[j][1])
+                j += 1
+            batch = todo[i:j]
+            sizers = make_sizers(self.tokenizer, [t for _, t in batch])
+            for (doc, text), sizer in zip(batch, sizers):
+                if self.include_metadata:
+                    wrappers = _wrappers_for(doc)
+                else:
+                    wrappers = [("", "", MetadataMode.NONE)]
+                uniq = self._check_overhead(wrappers, doc)
+                spans = self._pack(text, sizer, uniq)
+                result.extend(self._build_nodes(doc, text, spans))
+                if bar is not None:
+                    bar.update(1)
+            i = j
+        if bar is not None:
+            bar.close()
+        return result

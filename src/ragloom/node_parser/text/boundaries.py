@@ -1,0 +1,167 @@
+"""Boundary providers (levels) for the span engine.
+
+Sentence segmentation (``SentenceLevel``) is a hybrid, as measured in
+``shared/OFFLINE_ASSETS.md`` §5:
+
+1. CJK sentence terminators ``。！？；…`` (and ASCII ``!?`` right after a CJK character)
+   are split by one regular expression, keeping closing quotes and brackets
+   (``”’」』）】》"'`` …) on the sentence they close;
+2. every resulting piece that contains ASCII sentence punctuation goes to **sentencex**
+   (``sentencex.get_sentence_boundaries("en", …)``, Rust, MIT) for English.
+
+Why sentencex and not blingfire: on the reference string
+``张三说：“今天下雨了。”李四点头。Dr. Smith arrived at 5 p.m. He left.`` the hybrid is
+right with both, but on English alone blingfire splits after "Mr." and inside ``。”``,
+while sentencex keeps "Dr.", "Mr.", "e.g.", "p.m.", "U.S." intact and reports character
+offsets.  Its speed (~9–30 MB/s) matters little: the engine only segments small windows
+around chunk ends.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, List, Optional, Sequence
+
+__all__ = [
+    "SeparatorLevel",
+    "RegexLevel",
+    "SentenceLevel",
+    "FunctionLevel",
+    "CJK_CLAUSE_LEVEL",
+    "locate_pieces",
+]
+
+_CLOSERS = "”’」』）】》〉〕］｝\"')\\]"
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+CJK_TERMINATORS = re.compile(rf"(?:[。！？；…]+|(?<=[{_CJK}])[!?]+)[{re.escape(_CLOSERS)}]*")
+_ASCII_END = re.compile(r"[.!?]")
+
+
+class SeparatorLevel:
+    """Cut after every occurrence of a literal separator (the separator stays on the left piece)."""
+
+    windowed = True
+
+    def __init__(self, separator: str, name: str = "separator") -> None:
+        if not separator:
+            raise ValueError("separator must be a non-empty string")
+        self.sep = separator
+        self.name = name
+        self.margin = len(separator) + 1
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        sep, k = self.sep, len(self.sep)
+        out: List[int] = []
+        i = text.find(sep, lo, hi)
+        while i != -1:
+            p = i + k
+            if lo < p < hi:
+                out.append(p)
+            i = text.find(sep, p, hi)
+        return out
+
+    def __repr__(self) -> str:
+        return f"SeparatorLevel({self.sep!r})"
+
+
+class RegexLevel:
+    """Cut at the end of every match of a regular expression (LlamaIndex's ``secondary_chunking_regex``)."""
+
+    windowed = True
+    margin = 64
+
+    def __init__(self, pattern: str, name: str = "regex") -> None:
+        self.pattern = pattern
+        self.regex = re.compile(pattern)
+        self.name = name
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        return [p for m in self.regex.finditer(text, lo, hi) if lo < (p := m.end()) < hi]
+
+    def __repr__(self) -> str:
+        return f"RegexLevel({self.pattern!r})"
+
+
+# Chinese/Japanese clause punctuation (and ASCII ,;:), used after the secondary regex so
+# that long ，-separated Chinese sentences are cut between phrases, not mid-phrase.
+CJK_CLAUSE_LEVEL = RegexLevel(r"[^，、；：,;:]+[，、；：,;:]+", name="clause")
+
+
+class SentenceLevel:
+    """Hybrid CJK-terminator regex + sentencex (English) sentence boundaries."""
+
+    windowed = True
+    margin = 48
+    name = "sentence"
+
+    def __init__(self) -> None:
+        import sentencex
+
+        self._sx = sentencex.get_sentence_boundaries
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        out: List[int] = []
+        prev = lo
+        for m in CJK_TERMINATORS.finditer(text, lo, hi):
+            p = m.end()
+            self._english(text, prev, p, out)
+            if lo < p < hi:
+                out.append(p)
+            prev = p
+        self._english(text, prev, hi, out)
+        return out
+
+    def _english(self, text: str, a: int, b: int, out: List[int]) -> None:
+        if b - a < 3 or _ASCII_END.search(text, a, b) is None:
+            return
+        piece = text[a:b]
+        for sent in self._sx("en", piece)[:-1]:
+            p = a + sent["end_index"]
+            if a < p < b:
+                out.append(p)
+
+    def __repr__(self) -> str:
+        return "SentenceLevel()"
+
+
+def locate_pieces(text: str, pieces: Sequence[str], lo: int, hi: int) -> List[int]:
+    """Cut positions after each piece of a user splitter's output, found in order with a cursor.
+
+    Pieces may have lost surrounding whitespace (e.g. NLTK's ``sent_tokenize``); a piece
+    that cannot be found is skipped.
+    """
+    out: List[int] = []
+    cur = lo
+    for piece in pieces:
+        core = piece.strip()
+        if not core:
+            continue
+        i = text.find(core, cur, hi)
+        if i < 0:
+            continue
+        cur = i + len(core)
+        if lo < cur < hi:
+            out.append(cur)
+    return out
+
+
+class FunctionLevel:
+    """A user's ``Callable[[str], list[str]]`` splitter (LlamaIndex ``chunking_tokenizer_fn``).
+
+    Called on the whole parent segment (the function's behaviour is unknown, so no
+    windows); its pieces are located in order in the text to get positions.
+    """
+
+    windowed = False
+    margin = 0
+
+    def __init__(self, fn: Callable[[str], List[str]], name: Optional[str] = None) -> None:
+        self.fn = fn
+        self.name = name or "sentence"
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        sub = text[lo:hi]
+        return [lo + p for p in locate_pieces(sub, self.fn(sub), 0, len(sub))]
+
+    def __repr__(self) -> str:
+        return f"FunctionLevel({getattr(self.fn, '__qualname__', self.fn)!r})"

