@@ -92,7 +92,7 @@ META = st.sampled_from([{}, {"title": "A title"}, {"file_name": "西游记.txt",
 @pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
 @pytest.mark.parametrize("kind", ["sentence", "token"])
 @given(text=texts(), chunk_size=st.integers(40, 100), overlap_frac=st.floats(0, 0.5), metadata=META)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_invariants(kind, tok_name, text, chunk_size, overlap_frac, metadata):
     splitter = _make(kind, tok_name, chunk_size, int(chunk_size * overlap_frac))
     _check(splitter, text, metadata)

@@ -34,7 +34,7 @@ __all__ = ["NodeParser", "TextSplitter", "MetadataAwareTextSplitter", "IdFuncCal
 IdFuncCallable = Callable[[int, BaseNode], str]
 Span = Tuple[int, int]
 _SENTINEL = "\x00ragloom-content\x00"
-_BATCH_CHARS = 8_000_000
+_BATCH_CHARS = 1_000_000
 
 
 class NodeParser(TransformComponent):
@@ -268,26 +268,37 @@ class MetadataAwareTextSplitter(TextSplitter):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(todo), desc="Parsing nodes")
+        # Tokenize batches of documents in a background thread (tokenizers release the
+        # GIL and batch internally) while the previous batch is packed in this thread.
+        batches: List[List[Tuple[BaseNode, str]]] = []
         i = 0
         while i < len(todo):
-            # tokenize a batch of documents at once (multithreaded in the tokenizer)
             j, size = i, 0
             while j < len(todo) and (j == i or size + len(todo[j][1]) <= _BATCH_CHARS):
                 size += len(todo[j][1])
                 j += 1
-            batch = todo[i:j]
-            sizers = make_sizers(self.tokenizer, [t for _, t in batch])
-            for (doc, text), sizer in zip(batch, sizers):
-                if self.include_metadata:
-                    wrappers = _wrappers_for(doc)
-                else:
-                    wrappers = [("", "", MetadataMode.NONE)]
-                uniq = self._check_overhead(wrappers, doc)
-                spans = self._pack(text, sizer, uniq)
-                result.extend(self._build_nodes(doc, text, spans))
-                if bar is not None:
-                    bar.update(1)
+            batches.append(todo[i:j])
             i = j
+        if not batches:
+            return result
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[0]])
+            for k, batch in enumerate(batches):
+                sizers = pending.result()
+                if k + 1 < len(batches):
+                    pending = pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[k + 1]])
+                for (doc, text), sizer in zip(batch, sizers):
+                    if self.include_metadata:
+                        wrappers = _wrappers_for(doc)
+                    else:
+                        wrappers = [("", "", MetadataMode.NONE)]
+                    uniq = self._check_overhead(wrappers, doc)
+                    spans = self._pack(text, sizer, uniq)
+                    result.extend(self._build_nodes(doc, text, spans))
+                    if bar is not None:
+                        bar.update(1)
         if bar is not None:
             bar.close()
         return result

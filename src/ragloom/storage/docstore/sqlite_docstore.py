@@ -1,0 +1,254 @@
+"""The default docstore: nodes, hashes and source-document info in the shared SQLite database.
+
+Tables (created by :class:`~ragloom.storage.sqlite.SQLiteDatabase`):
+``docstore_nodes(node_id, data)`` holds each node's tagged JSON;
+``docstore_meta(doc_id, doc_hash, ref_doc_id)`` holds each node's or document's
+hash and owning document (a row may exist without a node, e.g. a document whose
+hash was recorded but whose text is not stored); ``docstore_ref_docs(ref_doc_id,
+metadata)`` holds each source document's metadata.  A document's node ids are
+the ``docstore_meta`` rows pointing at it, in insertion order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import msgspec
+
+from ragloom.schema import BaseNode, node_from_json
+from ragloom.storage.docstore.types import BaseDocumentStore, RefDocInfo
+from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
+
+__all__ = ["SQLiteDocumentStore", "SimpleDocumentStore"]
+
+_CHUNK = 2000
+
+
+class SQLiteDocumentStore(BaseDocumentStore):
+    """Document store on a :class:`SQLiteDatabase` (in memory unless one is given)."""
+
+    def __init__(self, database: Optional[SQLiteDatabase] = None) -> None:
+        self._db = database if database is not None else SQLiteDatabase(":memory:")
+
+    @classmethod
+    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"]) -> "SQLiteDocumentStore":
+        path = Path(persist_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no ragloom database at {path}")
+        return cls(SQLiteDatabase(path, create=False))
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: Union[str, "os.PathLike[str]"] = "./storage") -> "SQLiteDocumentStore":
+        return cls.from_persist_path(Path(persist_dir) / DEFAULT_DB_NAME)
+
+    @property
+    def database(self) -> SQLiteDatabase:
+        return self._db
+
+    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = "", fs: Any = None) -> None:
+        """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite``)."""
+        if not persist_path:
+            self._db.checkpoint()
+            return
+        path = Path(persist_path)
+        if path.is_dir():
+            path = path / DEFAULT_DB_NAME
+        self._db.backup_to(path)
+
+    # -- nodes ---------------------------------------------------------------------------
+    @property
+    def docs(self) -> Dict[str, BaseNode]:
+        rows = self._db.execute("SELECT node_id, data FROM docstore_nodes")
+        return {node_id: node_from_json(data) for node_id, data in rows}
+
+    def add_documents(
+        self,
+        nodes: Sequence[BaseNode],
+        allow_update: bool = True,
+        batch_size: Optional[int] = None,
+        store_text: bool = True,
+    ) -> None:
+        """Store nodes (and their hashes and source-document links) in one transaction.
+
+        With ``allow_update=False`` an id already present raises ``ValueError`` and
+        nothing is written.  ``store_text=False`` records only hashes and links.
+        """
+        if not nodes:
+            return
+        chunk = batch_size or _CHUNK
+        with self._db.transaction():
+            conn = self._db.connection
+            if not allow_update:
+                ids = [n.node_id for n in nodes]
+                for start in range(0, len(ids), chunk):
+                    found = conn.execute(
+                        "SELECT node_id FROM docstore_nodes WHERE node_id IN (SELECT value FROM json_each(?)) LIMIT 1",
+                        (json.dumps(ids[start : start + chunk]),),
+                    ).fetchall()
+                    if found:
+                        raise ValueError(f"node_id {found[0][0]} already exists. Set allow_update to True to overwrite.")
+                if len(set(ids)) != len(ids):
+                    dup = next(i for i in ids if ids.count(i) > 1)
+                    raise ValueError(f"node_id {dup} is given twice. Set allow_update to True to overwrite.")
+            previous_refs: set = set()
+            for start in range(0, len(nodes), chunk):
+                part = nodes[start : start + chunk]
+                previous_refs.update(
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT ref_doc_id FROM docstore_meta "
+                        "WHERE ref_doc_id IS NOT NULL AND doc_id IN (SELECT value FROM json_each(?))",
+                        (json.dumps([n.node_id for n in part]),),
+                    )
+                )
+                if store_text:
+                    conn.executemany(
+                        "INSERT INTO docstore_nodes(node_id, data) VALUES (?, ?) "
+                        "ON CONFLICT(node_id) DO UPDATE SET data = excluded.data",
+                        [(n.node_id, n.to_json()) for n in part],
+                    )
+                refs = [(n, n.ref_doc_id) for n in part]
+                conn.executemany(
+                    "INSERT INTO docstore_meta(doc_id, doc_hash, ref_doc_id) VALUES (?, ?, ?) "
+                    "ON CONFLICT(doc_id) DO UPDATE SET doc_hash = excluded.doc_hash, ref_doc_id = excluded.ref_doc_id",
+                    [(n.node_id, n.hash, ref) for n, ref in refs],
+                )
+                conn.executemany(
+                    "INSERT INTO docstore_ref_docs(ref_doc_id, metadata) VALUES (?, ?) "
+                    "ON CONFLICT(ref_doc_id) DO UPDATE SET metadata = excluded.metadata "
+                    "WHERE docstore_ref_docs.metadata = '{}'",
+                    [(ref, msgspec.json.encode(n.metadata or {}).decode("utf-8")) for n, ref in refs if ref is not None],
+                )
+            self._drop_empty_ref_docs(previous_refs)
+
+    def get_document(self, doc_id: str, raise_error: bool = True) -> Optional[BaseNode]:
+        rows = self._db.execute("SELECT data FROM docstore_nodes WHERE node_id = ?", (doc_id,))
+        if not rows:
+            if raise_error:
+                raise ValueError(f"doc_id {doc_id} not found.")
+            return None
+        return node_from_json(rows[0][0])
+
+    def get_nodes(self, node_ids: List[str], raise_error: bool = True) -> List[BaseNode]:
+        """Nodes in the order of ``node_ids`` (missing ones raise ``ValueError``, or are skipped)."""
+        found: Dict[str, BaseNode] = {}
+        for start in range(0, len(node_ids), _CHUNK):
+            rows = self._db.execute(
+                "SELECT node_id, data FROM docstore_nodes WHERE node_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(node_ids[start : start + _CHUNK])),),
+            )
+            found.update((node_id, node_from_json(data)) for node_id, data in rows)
+        out = []
+        for node_id in node_ids:
+            node = found.get(node_id)
+            if node is None:
+                if raise_error:
+                    raise ValueError(f"doc_id {node_id} not found.")
+                continue
+            out.append(node)
+        return out
+
+    def document_exists(self, doc_id: str) -> bool:
+        return bool(self._db.execute("SELECT 1 FROM docstore_nodes WHERE node_id = ?", (doc_id,)))
+
+    def delete_document(self, doc_id: str, raise_error: bool = True) -> None:
+        """Delete one node/document, its hash and its place in its source document's node list."""
+        with self._db.transaction():
+            conn = self._db.connection
+            conn.execute("DELETE FROM docstore_nodes WHERE node_id = ?", (doc_id,))
+            deleted = conn.changes()
+            refs = [r[0] for r in conn.execute("SELECT ref_doc_id FROM docstore_meta WHERE doc_id = ?", (doc_id,))]
+            conn.execute("DELETE FROM docstore_meta WHERE doc_id = ?", (doc_id,))
+            deleted += conn.changes()
+            if not deleted:
+                if raise_error:
+                    raise ValueError(f"doc_id {doc_id} not found.")
+                return
+            self._drop_empty_ref_docs(r for r in refs if r is not None)
+
+    def _drop_empty_ref_docs(self, ref_doc_ids: Any) -> None:
+        """Forget the source documents among ``ref_doc_ids`` that no longer have any node."""
+        ids = list(ref_doc_ids)
+        if ids:
+            self._db.connection.execute(
+                "DELETE FROM docstore_ref_docs WHERE ref_doc_id IN (SELECT value FROM json_each(?)) AND NOT EXISTS "
+                "(SELECT 1 FROM docstore_meta m WHERE m.ref_doc_id = docstore_ref_docs.ref_doc_id)",
+                (json.dumps(ids),),
+            )
+
+    # -- source documents --------------------------------------------------------------
+    def get_ref_doc_info(self, ref_doc_id: str) -> Optional[RefDocInfo]:
+        with self._db.snapshot():  # one consistent view of both tables
+            rows = self._db.connection.execute(
+                "SELECT metadata FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,)
+            ).fetchall()
+            if not rows:
+                return None
+            node_ids = [
+                r[0]
+                for r in self._db.connection.execute(
+                    "SELECT doc_id FROM docstore_meta WHERE ref_doc_id = ? ORDER BY rowid", (ref_doc_id,)
+                )
+            ]
+        return RefDocInfo(node_ids=node_ids, metadata=json.loads(rows[0][0]))
+
+    def get_all_ref_doc_info(self) -> Dict[str, RefDocInfo]:
+        with self._db.snapshot():
+            conn = self._db.connection
+            out = {ref: RefDocInfo(node_ids=[], metadata=json.loads(meta)) for ref, meta in conn.execute(
+                "SELECT ref_doc_id, metadata FROM docstore_ref_docs"
+            )}
+            for doc_id, ref in conn.execute(
+                "SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL ORDER BY rowid"
+            ):
+                info = out.get(ref)
+                if info is not None:
+                    info.node_ids.append(doc_id)
+        return out
+
+    def ref_doc_exists(self, ref_doc_id: str) -> bool:
+        return bool(self._db.execute("SELECT 1 FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,)))
+
+    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None:
+        """Delete a source document's nodes, its info, and its own entry and hash."""
+        with self._db.transaction():
+            conn = self._db.connection
+            if not self.ref_doc_exists(ref_doc_id):
+                if raise_error:
+                    raise ValueError(f"ref_doc_id {ref_doc_id} not found.")
+                return
+            conn.execute(
+                "DELETE FROM docstore_nodes WHERE node_id IN (SELECT doc_id FROM docstore_meta WHERE ref_doc_id = ?)",
+                (ref_doc_id,),
+            )
+            conn.execute("DELETE FROM docstore_meta WHERE ref_doc_id = ?", (ref_doc_id,))
+            conn.execute("DELETE FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,))
+            conn.execute("DELETE FROM docstore_meta WHERE doc_id = ?", (ref_doc_id,))
+            conn.execute("DELETE FROM docstore_nodes WHERE node_id = ?", (ref_doc_id,))
+
+    # -- hashes ---------------------------------------------------------------------------
+    def set_document_hash(self, doc_id: str, doc_hash: str) -> None:
+        self.set_document_hashes({doc_id: doc_hash})
+
+    def set_document_hashes(self, doc_hashes: Dict[str, str]) -> None:
+        with self._db.transaction():
+            self._db.connection.executemany(
+                "INSERT INTO docstore_meta(doc_id, doc_hash) VALUES (?, ?) "
+                "ON CONFLICT(doc_id) DO UPDATE SET doc_hash = excluded.doc_hash",
+                list(doc_hashes.items()),
+            )
+
+    def get_document_hash(self, doc_id: str) -> Optional[str]:
+        rows = self._db.execute("SELECT doc_hash FROM docstore_meta WHERE doc_id = ?", (doc_id,))
+        return rows[0][0] if rows else None
+
+    def get_all_document_hashes(self) -> Dict[str, str]:
+        rows = self._db.execute("SELECT doc_hash, doc_id FROM docstore_meta WHERE doc_hash IS NOT NULL ORDER BY rowid")
+        return {doc_hash: doc_id for doc_hash, doc_id in rows}
+
+
+#: LlamaIndex's name for the default docstore.
+SimpleDocumentStore = SQLiteDocumentStore

@@ -1,0 +1,122 @@
+"""The document store protocol (LlamaIndex's ``BaseDocumentStore``) and ``RefDocInfo``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from ragloom.schema import BaseNode
+
+__all__ = ["BaseDocumentStore", "RefDocInfo", "DEFAULT_PERSIST_FNAME"]
+
+DEFAULT_PERSIST_FNAME = "docstore.json"
+
+
+@dataclass
+class RefDocInfo:
+    """What the docstore knows about one source document: its nodes' ids and its metadata."""
+
+    node_ids: List[str] = field(default_factory=list)
+    metadata: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"node_ids": list(self.node_ids), "metadata": dict(self.metadata)}
+
+
+class BaseDocumentStore(ABC):
+    """Nodes and documents by id, per-document hashes and each source document's node list."""
+
+    # -- nodes ---------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def docs(self) -> Dict[str, BaseNode]:
+        """Every stored node/document by id."""
+
+    @abstractmethod
+    def add_documents(
+        self,
+        nodes: Sequence[BaseNode],
+        allow_update: bool = True,
+        batch_size: Optional[int] = None,
+        store_text: bool = True,
+    ) -> None: ...
+
+    @abstractmethod
+    def get_document(self, doc_id: str, raise_error: bool = True) -> Optional[BaseNode]: ...
+
+    @abstractmethod
+    def delete_document(self, doc_id: str, raise_error: bool = True) -> None: ...
+
+    @abstractmethod
+    def document_exists(self, doc_id: str) -> bool: ...
+
+    # -- source documents --------------------------------------------------------------
+    @abstractmethod
+    def get_ref_doc_info(self, ref_doc_id: str) -> Optional[RefDocInfo]: ...
+
+    @abstractmethod
+    def get_all_ref_doc_info(self) -> Optional[Dict[str, RefDocInfo]]: ...
+
+    @abstractmethod
+    def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None: ...
+
+    def ref_doc_exists(self, ref_doc_id: str) -> bool:
+        return self.get_ref_doc_info(ref_doc_id) is not None
+
+    # -- hashes ---------------------------------------------------------------------------
+    @abstractmethod
+    def set_document_hash(self, doc_id: str, doc_hash: str) -> None: ...
+
+    def set_document_hashes(self, doc_hashes: Dict[str, str]) -> None:
+        for doc_id, doc_hash in doc_hashes.items():
+            self.set_document_hash(doc_id, doc_hash)
+
+    @abstractmethod
+    def get_document_hash(self, doc_id: str) -> Optional[str]: ...
+
+    @abstractmethod
+    def get_all_document_hashes(self) -> Dict[str, str]:
+        """``{hash: doc_id}``."""
+
+    # -- derived helpers (LlamaIndex names) --------------------------------------------------
+    def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode:
+        """The node ``node_id`` (``ValueError`` if missing, or ``None`` with ``raise_error=False``)."""
+        return self.get_document(node_id, raise_error=raise_error)  # type: ignore[return-value]
+
+    def get_nodes(self, node_ids: List[str], raise_error: bool = True) -> List[BaseNode]:
+        out = []
+        for node_id in node_ids:
+            node = self.get_node(node_id, raise_error=raise_error)
+            if node is not None:
+                out.append(node)
+        return out
+
+    def get_node_dict(self, node_id_dict: Dict[int, str]) -> Dict[int, BaseNode]:
+        return {index: self.get_node(node_id) for index, node_id in node_id_dict.items()}
+
+    def persist(self, persist_path: str = "", fs: Any = None) -> None:
+        """Make the store durable at ``persist_path`` (no-op for stores that always are)."""
+        return None
+
+    # -- async variants --------------------------------------------------------------------
+    async def async_add_documents(
+        self,
+        nodes: Sequence[BaseNode],
+        allow_update: bool = True,
+        batch_size: Optional[int] = None,
+        store_text: bool = True,
+    ) -> None:
+        self.add_documents(nodes, allow_update=allow_update, batch_size=batch_size, store_text=store_text)
+
+    async def aget_document(self, doc_id: str, raise_error: bool = True) -> Optional[BaseNode]:
+        return self.get_document(doc_id, raise_error=raise_error)
+
+    async def adelete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None:
+        self.delete_ref_doc(ref_doc_id, raise_error=raise_error)
+
+    async def aget_document_hash(self, doc_id: str) -> Optional[str]:
+        return self.get_document_hash(doc_id)
+
+    async def aset_document_hash(self, doc_id: str, doc_hash: str) -> None:
+        self.set_document_hash(doc_id, doc_hash)

@@ -1,0 +1,79 @@
+"""The default index store: index structs as JSON in the shared SQLite database (``index_structs``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, List, Optional, Union
+
+from ragloom.data_structs import IndexStruct
+from ragloom.storage.index_store.types import BaseIndexStore
+from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
+
+__all__ = ["SQLiteIndexStore", "SimpleIndexStore"]
+
+
+class SQLiteIndexStore(BaseIndexStore):
+    """Index store on a :class:`SQLiteDatabase` (in memory unless one is given)."""
+
+    def __init__(self, database: Optional[SQLiteDatabase] = None) -> None:
+        self._db = database if database is not None else SQLiteDatabase(":memory:")
+
+    @classmethod
+    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"]) -> "SQLiteIndexStore":
+        path = Path(persist_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no ragloom database at {path}")
+        return cls(SQLiteDatabase(path, create=False))
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: Union[str, "os.PathLike[str]"] = "./storage") -> "SQLiteIndexStore":
+        return cls.from_persist_path(Path(persist_dir) / DEFAULT_DB_NAME)
+
+    @property
+    def database(self) -> SQLiteDatabase:
+        return self._db
+
+    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = "", fs: Any = None) -> None:
+        """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite``)."""
+        if not persist_path:
+            self._db.checkpoint()
+            return
+        path = Path(persist_path)
+        if path.is_dir():
+            path = path / DEFAULT_DB_NAME
+        self._db.backup_to(path)
+
+    def index_structs(self) -> List[IndexStruct]:
+        return [IndexStruct.from_json(data) for (data,) in self._db.execute("SELECT data FROM index_structs ORDER BY rowid")]
+
+    def add_index_struct(self, index_struct: IndexStruct) -> None:
+        """Insert or replace the struct with this ``index_id``."""
+        with self._db.transaction():
+            self._db.connection.execute(
+                "INSERT INTO index_structs(index_id, data) VALUES (?, ?) "
+                "ON CONFLICT(index_id) DO UPDATE SET data = excluded.data",
+                (index_struct.index_id, index_struct.to_json()),
+            )
+
+    def delete_index_struct(self, key: str) -> None:
+        with self._db.transaction():
+            self._db.connection.execute("DELETE FROM index_structs WHERE index_id = ?", (key,))
+
+    def get_index_struct(self, struct_id: Optional[str] = None) -> Optional[IndexStruct]:
+        """The struct ``struct_id`` (``None`` if absent); without an id, the only one.
+
+        Without an id and with several structs stored, ``ValueError`` asks for an id.
+        """
+        if struct_id is None:
+            structs = self.index_structs()
+            if len(structs) > 1:
+                ids = ", ".join(s.index_id for s in structs)
+                raise ValueError(f"the index store holds {len(structs)} indexes ({ids}); pass the index_id of one")
+            return structs[0] if structs else None
+        rows = self._db.execute("SELECT data FROM index_structs WHERE index_id = ?", (struct_id,))
+        return IndexStruct.from_json(rows[0][0]) if rows else None
+
+
+#: LlamaIndex's name for the default index store.
+SimpleIndexStore = SQLiteIndexStore

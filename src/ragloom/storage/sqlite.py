@@ -1,0 +1,327 @@
+"""One SQLite database shared by the docstore, the index store and the default vector store.
+
+Why one file: a document's nodes, vectors and hash can then be written in *one*
+transaction, so a crash never leaves a document half ingested.  The database is
+opened through :mod:`apsw` because the standard library's ``sqlite3`` on many
+Pythons (pyenv, macOS) cannot load extensions, and the vector search comes from
+the ``sqlite-vec`` extension.
+
+File-backed databases run in WAL mode with ``synchronous=NORMAL``: a committed
+transaction survives the process being killed (it may be lost only on power
+failure), readers never block the writer, and several processes may share the
+file (SQLite's locks serialise writers; a busy timeout makes them wait instead
+of failing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import apsw
+import sqlite_vec
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SQLiteDatabase", "DEFAULT_DB_NAME", "SCHEMA_VERSION"]
+
+#: Name of the database file inside a ``persist_dir``.
+DEFAULT_DB_NAME = "ragloom.sqlite"
+
+#: Version of the table layout below; bumped (with a migration) whenever it changes.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER NOT NULL
+);
+
+-- docstore: node JSON (tagged with class_name, as BaseNode.to_json writes it)
+CREATE TABLE IF NOT EXISTS docstore_nodes (
+    node_id TEXT PRIMARY KEY,
+    data    TEXT NOT NULL
+) WITHOUT ROWID;
+
+-- docstore: per node/document bookkeeping (hash, owning document); may exist without a node row
+CREATE TABLE IF NOT EXISTS docstore_meta (
+    doc_id     TEXT PRIMARY KEY,
+    doc_hash   TEXT,
+    ref_doc_id TEXT
+);
+CREATE INDEX IF NOT EXISTS docstore_meta_ref_doc ON docstore_meta(ref_doc_id);
+
+-- docstore: metadata of each source document (its node ids come from docstore_meta)
+CREATE TABLE IF NOT EXISTS docstore_ref_docs (
+    ref_doc_id TEXT PRIMARY KEY,
+    metadata   TEXT NOT NULL DEFAULT '{}'
+) WITHOUT ROWID;
+
+-- index store
+CREATE TABLE IF NOT EXISTS index_structs (
+    index_id TEXT PRIMARY KEY,
+    data     TEXT NOT NULL
+);
+
+-- vector store collections: the dimension is fixed by the first add
+CREATE TABLE IF NOT EXISTS vector_collections (
+    name      TEXT PRIMARY KEY,
+    dimension INTEGER,
+    distance  TEXT NOT NULL DEFAULT 'cosine'
+) WITHOUT ROWID;
+"""
+
+
+class SQLiteDatabase:
+    """A connection to one ragloom SQLite database (a file, or ``":memory:"``).
+
+    * loads ``sqlite-vec`` and creates the schema (tables above plus
+      ``schema_version``) if missing;
+    * :meth:`transaction` is a nestable context manager: the outermost level runs
+      ``BEGIN IMMEDIATE … COMMIT`` (taking the write lock up front, so two
+      processes never deadlock upgrading a read lock), inner levels are savepoints;
+      an exception rolls back exactly its own level;
+    * :meth:`backup_to` copies the whole database to another file atomically.
+
+    The object may be shared by threads: a re-entrant lock serialises
+    transactions (statements outside a transaction are atomic on their own).
+    """
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"] = ":memory:",
+        *,
+        create: bool = True,
+        busy_timeout_ms: int = 30_000,
+    ) -> None:
+        self._path = str(path)
+        self.is_memory = self._path == ":memory:" or self._path == ""
+        if not self.is_memory:
+            p = Path(self._path)
+            if not p.exists() and not create:
+                raise FileNotFoundError(f"no ragloom database at {p}")
+            if not p.parent.is_dir():
+                raise FileNotFoundError(f"directory {p.parent} does not exist")
+            self._path = str(p.resolve())
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._closed = False
+        try:
+            self._conn = self._connect(self._path, busy_timeout_ms)
+            self._create_schema()
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise ValueError(f"{self._path} is not a ragloom (SQLite) database: {exc}") from exc
+
+    # -- connection -------------------------------------------------------------------
+    @staticmethod
+    def _connect(path: str, busy_timeout_ms: int) -> apsw.Connection:
+        conn = apsw.Connection(path)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        conn.set_busy_timeout(busy_timeout_ms)
+        if path != ":memory:":
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchall()[0][0]
+            if str(mode).lower() != "wal":  # e.g. a network file system
+                logger.warning("SQLite could not switch %s to WAL (journal_mode=%s)", path, mode)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.create_scalar_function("ragloom_casefold", _casefold, 1, deterministic=True)
+        return conn
+
+    def _create_schema(self) -> None:
+        with self.transaction():
+            self._conn.execute(_SCHEMA)
+            rows = self._conn.execute("SELECT version FROM schema_version").fetchall()
+            if not rows:
+                self._conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
+            elif rows[0][0] > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self._path} was written by a newer ragloom (schema version {rows[0][0]}, "
+                    f"this version reads up to {SCHEMA_VERSION}); upgrade ragloom"
+                )
+
+    @property
+    def path(self) -> str:
+        """Absolute file path, or ``":memory:"``."""
+        return self._path
+
+    @property
+    def connection(self) -> apsw.Connection:
+        if self._closed:
+            raise RuntimeError("the database is closed")
+        return self._conn
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.connection.execute("SELECT version FROM schema_version").fetchall()[0][0])
+
+    def close(self) -> None:
+        """Close the connection (a file-backed WAL database is checkpointed by SQLite)."""
+        with self._lock:
+            if not self._closed:
+                self._conn.close()
+                self._closed = True
+
+    def __enter__(self) -> "SQLiteDatabase":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteDatabase({self._path!r})"
+
+    # -- statements -------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] | dict = ()) -> List[Tuple[Any, ...]]:
+        """Run one statement (or several, without parameters) and return all rows."""
+        with self._lock:
+            return self.connection.execute(sql, params).fetchall()
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> List[Tuple[Any, ...]]:
+        with self._lock:
+            return self.connection.executemany(sql, seq).fetchall()
+
+    # -- transactions -----------------------------------------------------------------
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator["SQLiteDatabase"]:
+        """Run the block atomically; nest freely (inner blocks are savepoints)."""
+        with self._lock:
+            conn = self.connection
+            if self._depth == 0:
+                conn.execute("BEGIN IMMEDIATE")
+                self._depth = 1
+                try:
+                    yield self
+                except BaseException:
+                    self._depth = 0
+                    if not conn.get_autocommit():
+                        conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self._depth = 0
+                    conn.execute("COMMIT")
+            else:
+                self._depth += 1
+                name = f"ragloom_sp{self._depth}"
+                conn.execute(f"SAVEPOINT {name}")
+                try:
+                    yield self
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                    raise
+                else:
+                    conn.execute(f"RELEASE {name}")
+                finally:
+                    self._depth -= 1
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator["SQLiteDatabase"]:
+        """Read several statements from one consistent state without taking the write lock.
+
+        Inside :meth:`transaction` (or another snapshot) it adds nothing.
+        """
+        with self._lock:
+            conn = self.connection
+            if self._depth or not conn.get_autocommit():
+                yield self
+                return
+            conn.execute("BEGIN DEFERRED")
+            self._depth = 1
+            try:
+                yield self
+            finally:
+                self._depth = 0
+                if not conn.get_autocommit():
+                    conn.execute("COMMIT")
+
+    # -- durability and copies ------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Move the WAL into the main file (no-op for an in-memory database)."""
+        if self.is_memory:
+            return
+        with self._lock:
+            if self._depth == 0:
+                self.connection.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+
+    def backup_to(self, path: Union[str, "os.PathLike[str]"]) -> Path:
+        """Copy the whole database to ``path`` atomically and return its absolute path.
+
+        A new file is written beside the target under a temporary name, then renamed
+        over it.  An existing ragloom database at ``path`` is instead overwritten
+        through SQLite's backup API inside the target's own transaction, so processes
+        that have it open see either the old or the new content, never a mix, and no
+        stale ``-wal`` file can be applied to a replaced file.
+        """
+        target = Path(path).resolve()
+        if not self.is_memory and target == Path(self._path):
+            self.checkpoint()
+            return target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            if self._depth:
+                raise RuntimeError("cannot back up the database inside an open transaction")
+            if target.exists():
+                dest = self._connect(str(target), 30_000)
+                try:
+                    with dest.backup("main", self.connection, "main") as b:
+                        b.step(-1)
+                finally:
+                    dest.close()
+                return target
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            os.close(fd)
+            try:
+                dest = apsw.Connection(tmp)
+                try:
+                    with dest.backup("main", self.connection, "main") as b:
+                        b.step(-1)
+                    dest.execute("PRAGMA journal_mode=DELETE")
+                finally:
+                    dest.close()
+                _fsync_file(tmp)
+                os.replace(tmp, target)
+                _fsync_dir(target.parent)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(tmp)
+                raise
+        return target
+
+
+def _casefold(value: Any) -> Any:
+    return value.casefold() if isinstance(value, str) else value
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(str(path), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on directories
+        pass
+    finally:
+        os.close(fd)
+
+
+def open_database(path: Optional[Union[str, "os.PathLike[str]"]] = None, **kwargs: Any) -> SQLiteDatabase:
+    """Open ``path`` (a file) or a fresh in-memory database when ``path`` is ``None``."""
+    return SQLiteDatabase(":memory:" if path is None else path, **kwargs)

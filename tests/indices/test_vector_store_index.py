@@ -1,0 +1,96 @@
+"""VectorStoreIndex end to end with the real bundled model and the real SQLite store."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ragloom import (
+    Document,
+    NodeWithScore,
+    SimpleDirectoryReader,
+    StorageContext,
+    VectorStoreIndex,
+    load_index_from_storage,
+)
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data")
+
+
+@pytest.fixture(scope="module")
+def example_docs():
+    return SimpleDirectoryReader(input_dir=EXAMPLES).load_data()
+
+
+def _sources(results):
+    return [os.path.basename(r.node.metadata["file_path"]) for r in results]
+
+
+def test_from_documents_retrieve_english_and_chinese(example_docs):
+    index = VectorStoreIndex.from_documents(example_docs)
+    results = index.as_retriever(similarity_top_k=2).retrieve("How hot should the water be for green tea?")
+    assert all(isinstance(r, NodeWithScore) for r in results)
+    assert _sources(results)[0] == "brewing_green_tea.md"
+    assert results[0].score >= results[1].score
+    node = results[0].node
+    doc = next(d for d in example_docs if d.id_ == node.ref_doc_id)
+    assert doc.text[node.start_char_idx : node.end_char_idx] == node.text
+
+
+def test_persist_and_load_in_another_process(tmp_path, example_docs):
+    index = VectorStoreIndex.from_documents(example_docs)
+    index.storage_context.persist(str(tmp_path / "storage"))
+    code = (
+        "from ragloom import StorageContext, load_index_from_storage\n"
+        f"sc = StorageContext.from_defaults(persist_dir={str(tmp_path / 'storage')!r})\n"
+        "idx = load_index_from_storage(sc)\n"
+        "r = idx.as_retriever(similarity_top_k=3).retrieve('how to patch a bicycle tube')\n"
+        "print(r[0].node.metadata['file_name'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "fixing_a_flat_tire.md"
+
+
+def test_load_from_missing_dir_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        StorageContext.from_defaults(persist_dir=str(tmp_path / "nope"))
+
+
+def test_insert_delete_and_refresh(tmp_path):
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path / "idx"), create_if_missing=True)
+    a = Document(text="Alpacas are kept for their soft wool in the Andes.", id_="a")
+    b = Document(text="Sourdough bread rises with wild yeast and lactic bacteria.", id_="b")
+    index = VectorStoreIndex.from_documents([a], storage_context=sc)
+    index.insert(b)
+    top = index.as_retriever(similarity_top_k=1).retrieve("baking bread with wild yeast")
+    assert top[0].node.ref_doc_id == "b"
+
+    index.delete_ref_doc("b", delete_from_docstore=True)
+    top = index.as_retriever(similarity_top_k=5).retrieve("baking bread with wild yeast")
+    assert {r.node.ref_doc_id for r in top} == {"a"}
+
+    b2 = Document(text="Rye bread is dense and sour.", id_="b")
+    a_same = Document(text=a.text, id_="a")
+    assert index.refresh_ref_docs([a_same, b2]) == [False, True]
+    assert index.refresh_ref_docs([a_same, b2]) == [False, False]
+    texts = {r.node.text for r in index.as_retriever(similarity_top_k=10).retrieve("bread")}
+    assert texts == {a.text, b2.text}
+
+
+def test_reindexing_same_documents_adds_no_duplicates(example_docs):
+    sc = StorageContext.from_defaults()
+    index = VectorStoreIndex.from_documents(example_docs, storage_context=sc)
+    first = {r.node.node_id for r in index.as_retriever(similarity_top_k=50).retrieve("tea")}
+    index.insert_nodes(index.transformations[0](example_docs))
+    second = [r.node.node_id for r in index.as_retriever(similarity_top_k=50).retrieve("tea")]
+    assert len(second) == len(set(second)) == len(first)
+
+
+def test_bad_arguments():
+    index = VectorStoreIndex(nodes=[])
+    with pytest.raises(ValueError, match="similarity_top_k"):
+        index.as_retriever(similarity_top_k=0)
+    with pytest.raises(ValueError, match="insert_batch_size"):
+        VectorStoreIndex(nodes=[], insert_batch_size=0)
