@@ -94,3 +94,17 @@ def test_bad_arguments():
         index.as_retriever(similarity_top_k=0)
     with pytest.raises(ValueError, match="insert_batch_size"):
         VectorStoreIndex(nodes=[], insert_batch_size=0)
+
+
+def test_default_retrieval_is_hybrid_and_finds_chinese(example_docs):
+    index = VectorStoreIndex.from_documents(example_docs)
+    retriever = index.as_retriever(similarity_top_k=1)
+    assert retriever.vector_store_query_mode.value == "hybrid"
+    assert _sources(retriever.retrieve("大熊猫每天吃多少竹子")) == ["大熊猫.md"]
+    assert _sources(retriever.retrieve("登山要带什么装备")) == ["秋天的登山计划.txt"]
+    dense = index.as_retriever(similarity_top_k=1, vector_store_query_mode="default")
+    assert _sources(dense.retrieve("How do I repair a punctured tube?")) == ["fixing_a_flat_tire.md"]
+    keyword = index.as_retriever(similarity_top_k=1, vector_store_query_mode="text_search")
+    assert _sources(keyword.retrieve("gyokuro")) == ["brewing_green_tea.md"]
+    with pytest.raises(ValueError, match="vector_store_query_mode"):
+        index.as_retriever(vector_store_query_mode="nonsense")

@@ -70,6 +70,16 @@ def resolve_model_path(model_name: str, cache_folder: Optional[str] = None) -> P
         ) from exc
 
 
+def _quiet_transformers() -> None:
+    """Library code never prints: hide transformers' weight-loading progress bar."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except Exception:  # pragma: no cover - optional nicety
+        pass
+
+
 def _auto_device() -> str:
     import torch
 
@@ -143,6 +153,8 @@ class HuggingFaceEmbedding(BaseEmbedding):
                 model = _MODEL_CACHE.get(key)
                 if model is None:
                     from sentence_transformers import SentenceTransformer
+
+                    _quiet_transformers()
 
                     logger.info("loading embedding model %s on %s (%s)", self._path, self.device, precision)
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")

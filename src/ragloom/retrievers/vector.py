@@ -12,7 +12,14 @@ if TYPE_CHECKING:
 
 
 class VectorIndexRetriever(BaseRetriever):
-    """Embed the query with the index's embed model and take the ``similarity_top_k`` nearest nodes.
+    """Retrieve the ``similarity_top_k`` best nodes of a :class:`~ragloom.indices.VectorStoreIndex`.
+
+    By default the search is *hybrid* when the vector store supports it (the default
+    SQLite store does): dense cosine similarity fused with BM25 keyword search over
+    CJK-aware tokens by reciprocal rank fusion.  Dense-only models are weak on exact
+    terms and on Chinese (all-MiniLM-L6-v2 is English-only); the keyword side covers
+    both.  Pass ``vector_store_query_mode="default"`` for dense-only search, as in
+    LlamaIndex, or ``"text_search"`` for BM25 only.
 
     Args:
         index: the index to search.
@@ -31,8 +38,14 @@ class VectorIndexRetriever(BaseRetriever):
         filters: Any = None,
         node_ids: Optional[List[str]] = None,
         doc_ids: Optional[List[str]] = None,
+        vector_store_query_mode: Any = None,
+        alpha: Optional[float] = None,
+        sparse_top_k: Optional[int] = None,
+        hybrid_top_k: Optional[int] = None,
         **kwargs: Any,
     ) -> None:
+        from ragloom.vector_stores.types import VectorStoreQueryMode
+
         if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
         self._index = index
@@ -40,12 +53,24 @@ class VectorIndexRetriever(BaseRetriever):
         self.filters = filters
         self.node_ids = node_ids
         self.doc_ids = doc_ids
+        if vector_store_query_mode is None:
+            hybrid = getattr(index.vector_store, "supports_hybrid", False)
+            vector_store_query_mode = VectorStoreQueryMode.HYBRID if hybrid else VectorStoreQueryMode.DEFAULT
+        try:
+            self.vector_store_query_mode = VectorStoreQueryMode(vector_store_query_mode)
+        except ValueError:
+            allowed = ", ".join(m.value for m in VectorStoreQueryMode)
+            raise ValueError(f"vector_store_query_mode must be one of {allowed}, got {vector_store_query_mode!r}") from None
+        self.alpha = alpha
+        self.sparse_top_k = sparse_top_k
+        self.hybrid_top_k = hybrid_top_k
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         from ragloom.vector_stores.types import VectorStoreQuery
 
         index = self._index
-        if query_bundle.embedding is None:
+        needs_embedding = self.vector_store_query_mode.value != "text_search"
+        if needs_embedding and query_bundle.embedding is None:
             strs = query_bundle.embedding_strs
             if len(strs) == 1:
                 query_bundle.embedding = index.embed_model.get_query_embedding(strs[0])
@@ -58,6 +83,10 @@ class VectorIndexRetriever(BaseRetriever):
             doc_ids=self.doc_ids,
             query_str=query_bundle.query_str,
             filters=self.filters,
+            mode=self.vector_store_query_mode,
+            alpha=self.alpha,
+            sparse_top_k=self.sparse_top_k,
+            hybrid_top_k=self.hybrid_top_k,
         )
         result = index.vector_store.query(query)
         return index._build_node_list_from_query_result(result)

@@ -11,6 +11,15 @@ ragloom database (see :mod:`ragloom.storage.sqlite`):
   first :meth:`~SQLiteVectorStore.add`, which fixes ``D`` (recorded in
   ``vector_collections``).
 
+* ``vs_<c>_fts``: a contentless FTS5 table (rowid = ``vs_<c>_nodes.id``) over each
+  node's embed-visible content run through :func:`ragloom.analysis.analyze` (CJK
+  unigrams + bigrams, stemmed English words), ranked with FTS5's built-in ``bm25()``.
+  It is written in the same transaction as the vectors.
+
+Query modes: ``default`` (dense cosine), ``text_search`` (BM25 only) and ``hybrid``
+(both, fused by reciprocal rank fusion — Cormack, Clarke & Büttcher, SIGIR 2009,
+``score = Σ 1 / (60 + rank)``).
+
 Queries are exact (brute force inside sqlite-vec).  Filters (metadata,
 ``doc_ids``, ``node_ids``) are compiled to SQL over the nodes table and handed
 to the KNN as a ``rowid IN (SELECT id FROM nodes WHERE …)`` constraint, so the
@@ -31,7 +40,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import msgspec
 import numpy as np
 
-from ragloom.schema import BaseNode, node_from_json
+from ragloom.analysis import analyze, analyze_to_string
+from ragloom.schema import BaseNode, MetadataMode, node_from_json
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
 from ragloom.vector_stores.filters import filters_to_sql
 from ragloom.vector_stores.types import (
@@ -50,6 +60,8 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 #: sqlite-vec refuses KNN queries with k above this; larger top-k ranks with a scan.
 _VEC0_MAX_K = 4096
 _BATCH = 2000
+#: Reciprocal rank fusion constant (Cormack et al. 2009).
+RRF_K = 60
 
 
 class SQLiteVectorStore(BasePydanticVectorStore):
@@ -62,6 +74,8 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     stores_text: bool = True
     is_embedding_query: bool = True
+    #: supports ``text_search`` and ``hybrid`` query modes (BM25 over FTS5)
+    supports_hybrid: bool = True
 
     def __init__(self, database: Optional[SQLiteDatabase] = None, collection: str = "default") -> None:
         if not _NAME_RE.match(collection):
@@ -70,7 +84,17 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         self.collection = collection
         self._nodes = f"vs_{collection}_nodes"
         self._vectors = f"vs_{collection}_vectors"
+        self._fts = f"vs_{collection}_fts"
         with self._db.transaction():
+            has_fts = bool(
+                self._db.connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = ?", (self._fts,)
+                ).fetchall()
+            )
+            self._db.connection.execute(
+                f'CREATE VIRTUAL TABLE IF NOT EXISTS "{self._fts}" USING fts5('
+                "tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')"
+            )
             self._db.connection.execute(
                 f"""
                 CREATE TABLE IF NOT EXISTS "{self._nodes}" (
@@ -84,6 +108,18 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 INSERT OR IGNORE INTO vector_collections(name, dimension) VALUES (?, NULL);
                 """,
                 (collection,),
+            )
+            if not has_fts:
+                self._backfill_fts()
+
+    def _backfill_fts(self) -> None:
+        """Index the keyword table for nodes written before it existed (older databases)."""
+        conn = self._db.connection
+        rows = conn.execute(f'SELECT id, node FROM "{self._nodes}"').fetchall()
+        if rows:
+            conn.executemany(
+                f'INSERT INTO "{self._fts}"(rowid, tokens) VALUES (?, ?)',
+                [(rowid, _keyword_text(node_from_json(data))) for rowid, data in rows],
             )
 
     # -- construction ------------------------------------------------------------------
@@ -162,11 +198,12 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 chunk = batch[start : start + _BATCH]
                 if replace:
                     ids_json = json.dumps([n.node_id for n in chunk])
-                    conn.execute(
-                        f'DELETE FROM "{self._vectors}" WHERE rowid IN '
-                        f'(SELECT id FROM "{self._nodes}" WHERE node_id IN (SELECT value FROM json_each(?)))',
-                        (ids_json,),
-                    )
+                    for table in (self._vectors, self._fts):
+                        conn.execute(
+                            f'DELETE FROM "{table}" WHERE rowid IN '
+                            f'(SELECT id FROM "{self._nodes}" WHERE node_id IN (SELECT value FROM json_each(?)))',
+                            (ids_json,),
+                        )
                 rows = [
                     (
                         n.node_id,
@@ -190,6 +227,10 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 conn.executemany(
                     f'INSERT INTO "{self._vectors}"(rowid, embedding) VALUES (?, ?)',
                     [(rowid, vecs[i].tobytes()) for i, rowid in enumerate(rowids)],
+                )
+                conn.executemany(
+                    f'INSERT INTO "{self._fts}"(rowid, tokens) VALUES (?, ?)',
+                    [(rowid, _keyword_text(chunk[i])) for i, rowid in enumerate(rowids)],
                 )
         return [n.node_id for n in nodes]
 
@@ -240,6 +281,10 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                     f'DELETE FROM "{self._vectors}" WHERE rowid IN (SELECT id FROM "{self._nodes}" AS n WHERE {where})',
                     params,
                 )
+            conn.execute(
+                f'DELETE FROM "{self._fts}" WHERE rowid IN (SELECT id FROM "{self._nodes}" AS n WHERE {where})',
+                params,
+            )
             conn.execute(f'DELETE FROM "{self._nodes}" AS n WHERE {where}', params)
 
     def clear(self) -> None:
@@ -247,6 +292,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         with self._db.transaction():
             conn = self._db.connection
             conn.execute(f'DELETE FROM "{self._nodes}"')
+            conn.execute(f'DELETE FROM "{self._fts}"')
             conn.execute(f'DROP TABLE IF EXISTS "{self._vectors}"')
             conn.execute("UPDATE vector_collections SET dimension = NULL WHERE name = ?", (self.collection,))
 
@@ -302,20 +348,58 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         return list(by_id.values())
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
-        """The ``similarity_top_k`` nodes most similar (cosine) to ``query.query_embedding``, best first."""
+        """The ``similarity_top_k`` best nodes for ``query``, best first.
+
+        Modes (``query.mode``):
+
+        - ``default``: cosine similarity to ``query.query_embedding`` (scores in [-1, 1]);
+        - ``text_search``: BM25 over ``query.query_str`` (scores: FTS5 bm25, higher is better);
+        - ``hybrid``: both, fused by reciprocal rank fusion over the top
+          ``hybrid_top_k`` (default ``max(4k, 50)``) dense and ``sparse_top_k``
+          (default the same) keyword candidates; scores are RRF sums.
+
+        Filters, ``doc_ids`` and ``node_ids`` restrict every mode.
+
+        Raises:
+            ValueError: an unsupported mode, a missing embedding/query string for the mode,
+                or a query embedding of the wrong dimension.
+        """
         mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
-        if mode != VectorStoreQueryMode.DEFAULT.value:
-            raise ValueError(f"SQLiteVectorStore supports only the 'default' query mode, not {mode!r}")
-        if query.query_embedding is None:
-            raise ValueError("VectorStoreQuery.query_embedding is required")
+        supported = (VectorStoreQueryMode.DEFAULT.value, VectorStoreQueryMode.HYBRID.value, VectorStoreQueryMode.TEXT_SEARCH.value)
+        if mode not in supported:
+            raise ValueError(f"SQLiteVectorStore supports the query modes {', '.join(supported)}, not {mode!r}")
         k = int(query.similarity_top_k)
-        dim = self.dimension
-        q = np.ascontiguousarray(np.asarray(query.query_embedding, dtype=np.float32).reshape(-1))
-        if dim is not None and q.shape[0] != dim:
-            raise ValueError(f"query embedding has dimension {q.shape[0]}, but this vector store holds {dim}-dimensional vectors")
-        if k <= 0 or dim is None:
+        if k <= 0:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         where, params = self._where(node_ids=query.node_ids, doc_ids=query.doc_ids, filters=query.filters)
+        if mode == VectorStoreQueryMode.TEXT_SEARCH.value:
+            if query.query_str is None:
+                raise ValueError("VectorStoreQuery.query_str is required for the 'text_search' mode")
+            rows = self._sparse(query.query_str, k, where, params)
+        elif mode == VectorStoreQueryMode.DEFAULT.value:
+            rows = self._dense(query.query_embedding, k, where, params)
+        else:
+            if query.query_str is None:
+                raise ValueError("VectorStoreQuery.query_str is required for the 'hybrid' mode")
+            pool = max(4 * k, 50)
+            dense = self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params)
+            sparse = self._sparse(query.query_str, int(query.sparse_top_k or pool), where, params)
+            rows = _rrf_fuse([dense, sparse], k)
+        ids = [r[0] for r in rows]
+        nodes = [node_from_json(r[1]) for r in rows]
+        sims = [float(r[2]) for r in rows]
+        return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
+
+    def _dense(self, embedding: Optional[List[float]], k: int, where: str, params: List[Any]) -> List[Tuple[str, str, float]]:
+        """``(node_id, node_json, cosine similarity)`` of the ``k`` nearest rows, best first."""
+        if embedding is None:
+            raise ValueError("VectorStoreQuery.query_embedding is required")
+        dim = self.dimension
+        q = np.ascontiguousarray(np.asarray(embedding, dtype=np.float32).reshape(-1))
+        if dim is not None and q.shape[0] != dim:
+            raise ValueError(f"query embedding has dimension {q.shape[0]}, but this vector store holds {dim}-dimensional vectors")
+        if dim is None:
+            return []
         qblob = q.tobytes()
         if k <= _VEC0_MAX_K:
             constraint = "" if where == "1" else f' AND rowid IN (SELECT n.id FROM "{self._nodes}" AS n WHERE {where})'
@@ -332,10 +416,22 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 f"WHERE {where} ORDER BY d LIMIT ?"
             )
             rows = self._db.execute(sql, [qblob, *params, k])
-        ids = [r[0] for r in rows]
-        nodes = [node_from_json(r[1]) for r in rows]
-        sims = [1.0 - float(r[2]) if r[2] is not None else 0.0 for r in rows]
-        return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
+        return [(r[0], r[1], 1.0 - float(r[2]) if r[2] is not None else 0.0) for r in rows]
+
+    def _sparse(self, query_str: str, k: int, where: str, params: List[Any]) -> List[Tuple[str, str, float]]:
+        """``(node_id, node_json, bm25 score)`` of the ``k`` best keyword matches (higher is better)."""
+        tokens = list(dict.fromkeys(analyze(query_str)))
+        if not tokens:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+        constraint = "" if where == "1" else f' AND f.rowid IN (SELECT n.id FROM "{self._nodes}" AS n WHERE {where})'
+        sql = (
+            f'SELECT n.node_id, n.node, -bm25("{self._fts}") AS score FROM "{self._fts}" AS f '
+            f'JOIN "{self._nodes}" AS n ON n.id = f.rowid '
+            f'WHERE "{self._fts}" MATCH ?{constraint} ORDER BY bm25("{self._fts}") LIMIT ?'
+        )
+        rows = self._db.execute(sql, [match, *params, k])
+        return [(r[0], r[1], float(r[2])) for r in rows]
 
     # -- persistence ------------------------------------------------------------------------
     def persist(self, persist_path: Union[str, "os.PathLike[str]"] = os.path.join("./storage", DEFAULT_DB_NAME), fs: Any = None) -> None:
@@ -344,6 +440,23 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         if path.is_dir():
             path = path / DEFAULT_DB_NAME
         self._db.backup_to(path)
+
+
+def _keyword_text(node: BaseNode) -> str:
+    """What the keyword index sees of a node: its embed-visible content, analysed."""
+    return analyze_to_string(node.get_content(MetadataMode.EMBED))
+
+
+def _rrf_fuse(rankings: List[List[Tuple[str, str, float]]], k: int) -> List[Tuple[str, str, float]]:
+    """Reciprocal rank fusion: ``score(d) = Σ_r 1 / (RRF_K + rank_r(d))`` with ranks from 1; top ``k``."""
+    scores: Dict[str, float] = {}
+    payload: Dict[str, str] = {}
+    for ranking in rankings:
+        for rank, (node_id, data, _) in enumerate(ranking, 1):
+            scores[node_id] = scores.get(node_id, 0.0) + 1.0 / (RRF_K + rank)
+            payload.setdefault(node_id, data)
+    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [(node_id, payload[node_id], score) for node_id, score in best]
 
 
 #: LlamaIndex's name for the default in-process store.
