@@ -3,7 +3,7 @@ import pytest
 
 from ragloom.embeddings import HuggingFaceEmbedding, resolve_embed_model
 from ragloom.errors import ModelNotAvailableError
-from ragloom.schema import Document, MetadataMode, TextNode
+from ragloom.schema import MetadataMode, TextNode
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from ragloom import (
     SimpleDirectoryReader,
     StorageContext,
     VectorStoreIndex,
-    load_index_from_storage,
 )
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "data")

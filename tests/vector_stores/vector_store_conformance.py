@@ -12,7 +12,6 @@ brute-force cosine similarity, filters by plain predicates written per case.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

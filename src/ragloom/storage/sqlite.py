@@ -325,3 +325,43 @@ def _fsync_dir(path: Path) -> None:
 def open_database(path: Optional[Union[str, "os.PathLike[str]"]] = None, **kwargs: Any) -> SQLiteDatabase:
     """Open ``path`` (a file) or a fresh in-memory database when ``path`` is ``None``."""
     return SQLiteDatabase(":memory:" if path is None else path, **kwargs)
+
+
+class SQLiteBacked:
+    """Mixin of the stores that live in a :class:`SQLiteDatabase` (docstore, index store).
+
+    Gives them a constructor taking the shared database (in memory when ``None``),
+    ``from_persist_path`` / ``from_persist_dir`` (``FileNotFoundError`` when the file is
+    missing), ``database`` and ``persist``.
+    """
+
+    def __init__(self, database: Optional[SQLiteDatabase] = None) -> None:
+        self._db = database if database is not None else SQLiteDatabase(":memory:")
+
+    @classmethod
+    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"]) -> Any:
+        """Open the ragloom database file ``persist_path`` (it must exist)."""
+        path = Path(persist_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no ragloom database at {path}")
+        return cls(SQLiteDatabase(path, create=False))
+
+    @classmethod
+    def from_persist_dir(cls, persist_dir: Union[str, "os.PathLike[str]"] = "./storage") -> Any:
+        """Open ``persist_dir/ragloom.sqlite`` (it must exist)."""
+        return cls.from_persist_path(Path(persist_dir) / DEFAULT_DB_NAME)
+
+    @property
+    def database(self) -> SQLiteDatabase:
+        return self._db
+
+    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = "", fs: Any = None) -> None:
+        """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite``);
+        with no path, checkpoint the database's own file."""
+        if not persist_path:
+            self._db.checkpoint()
+            return
+        path = Path(persist_path)
+        if path.is_dir():
+            path = path / DEFAULT_DB_NAME
+        self._db.backup_to(path)

@@ -12,51 +12,21 @@ the ``docstore_meta`` rows pointing at it, in insertion order.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence
 
 import msgspec
 
 from ragloom.schema import BaseNode, node_from_json
 from ragloom.storage.docstore.types import BaseDocumentStore, RefDocInfo
-from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
+from ragloom.storage.sqlite import SQLiteBacked
 
 __all__ = ["SQLiteDocumentStore", "SimpleDocumentStore"]
 
 _CHUNK = 2000
 
 
-class SQLiteDocumentStore(BaseDocumentStore):
+class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
     """Document store on a :class:`SQLiteDatabase` (in memory unless one is given)."""
-
-    def __init__(self, database: Optional[SQLiteDatabase] = None) -> None:
-        self._db = database if database is not None else SQLiteDatabase(":memory:")
-
-    @classmethod
-    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"]) -> "SQLiteDocumentStore":
-        path = Path(persist_path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no ragloom database at {path}")
-        return cls(SQLiteDatabase(path, create=False))
-
-    @classmethod
-    def from_persist_dir(cls, persist_dir: Union[str, "os.PathLike[str]"] = "./storage") -> "SQLiteDocumentStore":
-        return cls.from_persist_path(Path(persist_dir) / DEFAULT_DB_NAME)
-
-    @property
-    def database(self) -> SQLiteDatabase:
-        return self._db
-
-    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = "", fs: Any = None) -> None:
-        """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite``)."""
-        if not persist_path:
-            self._db.checkpoint()
-            return
-        path = Path(persist_path)
-        if path.is_dir():
-            path = path / DEFAULT_DB_NAME
-        self._db.backup_to(path)
 
     # -- nodes ---------------------------------------------------------------------------
     @property

@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any, List, Optional, Union
+from typing import List, Optional
 
 from ragloom.data_structs import IndexStruct
 from ragloom.storage.index_store.types import BaseIndexStore
-from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
+from ragloom.storage.sqlite import SQLiteBacked
 
 __all__ = ["SQLiteIndexStore", "SimpleIndexStore"]
 
 
-class SQLiteIndexStore(BaseIndexStore):
+class SQLiteIndexStore(SQLiteBacked, BaseIndexStore):
     """Index store on a :class:`SQLiteDatabase` (in memory unless one is given)."""
-
-    def __init__(self, database: Optional[SQLiteDatabase] = None) -> None:
-        self._db = database if database is not None else SQLiteDatabase(":memory:")
-
-    @classmethod
-    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"]) -> "SQLiteIndexStore":
-        path = Path(persist_path)
-        if not path.is_file():
-            raise FileNotFoundError(f"no ragloom database at {path}")
-        return cls(SQLiteDatabase(path, create=False))
-
-    @classmethod
-    def from_persist_dir(cls, persist_dir: Union[str, "os.PathLike[str]"] = "./storage") -> "SQLiteIndexStore":
-        return cls.from_persist_path(Path(persist_dir) / DEFAULT_DB_NAME)
-
-    @property
-    def database(self) -> SQLiteDatabase:
-        return self._db
-
-    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = "", fs: Any = None) -> None:
-        """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite``)."""
-        if not persist_path:
-            self._db.checkpoint()
-            return
-        path = Path(persist_path)
-        if path.is_dir():
-            path = path / DEFAULT_DB_NAME
-        self._db.backup_to(path)
 
     def index_structs(self) -> List[IndexStruct]:
         return [IndexStruct.from_json(data) for (data,) in self._db.execute("SELECT data FROM index_structs ORDER BY rowid")]
