@@ -99,3 +99,15 @@ def test_keyword_index_persists(tmp_path, store):
     reopened = SQLiteVectorStore.from_persist_dir(str(path))
     res = reopened.query(VectorStoreQuery(query_str="林黛玉", similarity_top_k=1, mode="text_search"))
     assert res.ids == ["hongloumeng"]
+
+
+def test_keyword_index_is_backfilled_for_databases_written_without_it(tmp_path, store):
+    path = tmp_path / "db"
+    path.mkdir()
+    store.persist(str(path))
+    old = SQLiteVectorStore.from_persist_dir(str(path))
+    with old.database.transaction():
+        old.client.execute('DROP TABLE "vs_default_fts"')
+    reopened = SQLiteVectorStore.from_persist_dir(str(path))
+    res = reopened.query(VectorStoreQuery(query_str="诸葛亮", similarity_top_k=1, mode="text_search"))
+    assert res.ids == ["sanguo"]

@@ -15,8 +15,10 @@ from ragloom.schema import Document, MetadataMode
 
 logger = logging.getLogger(__name__)
 
-#: Files per batch: each batch is split, embedded and committed in one transaction.
+#: A batch (split, embedded and committed in one transaction) closes at this many files
+#: or this many characters of text, whichever comes first, which bounds memory.
 FILES_PER_BATCH = 32
+CHARS_PER_BATCH = 1_000_000
 _PART_RE = re.compile(r"_part_\d+$")
 
 
@@ -164,7 +166,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     try:
         for reader in readers:
             batch: List[Document] = []
-            files_in_batch = 0
+            files_in_batch = chars_in_batch = 0
             for docs in reader.iter_data():
                 bar_files.update(1)
                 for doc in docs:
@@ -172,9 +174,10 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
                 stats["documents"] += len(docs)
                 batch.extend(docs)
                 files_in_batch += 1
-                if files_in_batch >= FILES_PER_BATCH:
+                chars_in_batch += sum(len(d.text) for d in docs)
+                if files_in_batch >= FILES_PER_BATCH or chars_in_batch >= CHARS_PER_BATCH:
                     flush(batch)
-                    batch, files_in_batch = [], 0
+                    batch, files_in_batch, chars_in_batch = [], 0, 0
             flush(batch)
             report = reader.report
             read_files.update(f.path for f in report.read)
