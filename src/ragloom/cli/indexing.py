@@ -123,8 +123,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
     stats = {"nodes": 0, "tokens": 0, "documents": 0}
     seen_ids: Set[str] = set()
-    bar_files = tqdm(total=total_files, desc="Reading", unit="file", disable=not show_progress)
-    bar_embed = tqdm(total=0, desc="Embedding", unit="node", disable=not show_progress)
+    bar_files = tqdm(total=total_files, desc="Reading  ", unit="file", position=0, disable=not show_progress)
+    bar_embed = tqdm(total=0, desc="Embedding", unit="node", position=1, disable=not show_progress)
 
     def flush(batch: List[Document]) -> None:
         changed = []
@@ -231,11 +231,12 @@ def _location(node: Any) -> str:
 
 
 def _display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else as stored."""
     try:
         rel = os.path.relpath(path)
-        return rel if not rel.startswith(".." + os.sep + ".." + os.sep + "..") else path
     except ValueError:
         return path
+    return path if rel.startswith("..") else rel
 
 
 def run_query(text: str, index_dir: Path, top_k: int = 5) -> List[Dict[str, Any]]:
