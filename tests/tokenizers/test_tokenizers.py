@@ -94,3 +94,46 @@ def test_callable_tokenizer():
 def test_passthrough(cl100k):
     assert get_tokenizer(cl100k) is cl100k
     assert get_tokenizer(cl100k.encoding).count("hi there") == 2
+
+
+# -- fast tiktoken paths vs the plain ones -------------------------------------------
+
+
+_TT_PIECES = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["<|endoftext|>", "<|fim_prefix|>", "\ud800", "😀", "龍", "e\u0301", " ", "\n\n", "'s", "123456"]),
+)
+
+
+@given(parts=st.lists(_TT_PIECES, max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_tiktoken_encode_array_and_starts_equal_plain(parts):
+    from ragloom.tokenizers import get_tokenizer
+
+    text = "".join(parts)
+    for name in ("cl100k_base", "o200k_base"):
+        tok = get_tokenizer(name)
+        ids = tok.encoding.encode_ordinary(text) if text else []
+        assert tok.encode_array(text).tolist() == ids
+        assert tok.token_starts(text) == tok._starts_ends(text, ids)[0].tolist()
+        assert [s for s, _ in tok.encode_offsets(text)] == tok.token_starts(text)
+        assert list(tok.token_starts_array(text)) == tok.token_starts(text)
+
+
+def test_tiktoken_starts_equal_plain_on_real_text():
+    import glob
+
+    from ragloom.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    files = sorted(glob.glob("/work/shared/data/zh_classics/*.utf8.txt"))[:2]
+    files += sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))[:20]
+    if not files:
+        pytest.skip("shared data not available")
+    for p in files:
+        text = open(p, encoding="utf-8").read()[:200000]
+        ids = tok.encoding.encode_ordinary(text)
+        assert tok.encode_array(text).tolist() == ids
+        assert tok.token_starts(text) == tok._starts_ends(text, ids)[0].tolist()
+    batch = [open(p, encoding="utf-8").read()[:5000] for p in files]
+    assert [list(x) for x in tok.token_starts_batch(batch)] == [tok.token_starts(t) for t in batch]

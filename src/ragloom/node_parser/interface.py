@@ -16,10 +16,11 @@ import uuid
 from abc import abstractmethod
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import msgspec
+
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
     BaseNode,
-    Document,
     MetadataMode,
     NodeRelationship,
     RelatedNodeInfo,
@@ -34,7 +35,8 @@ __all__ = ["NodeParser", "TextSplitter", "MetadataAwareTextSplitter", "IdFuncCal
 IdFuncCallable = Callable[[int, BaseNode], str]
 Span = Tuple[int, int]
 _SENTINEL = "\x00ragloom-content\x00"
-_BATCH_CHARS = 1_000_000
+_BATCH_CHARS = 131_072  # characters per tokenization batch
+_AHEAD = 8  # batches tokenized ahead of packing (bounds memory)
 
 
 class NodeParser(TransformComponent):
@@ -218,38 +220,80 @@ class MetadataAwareTextSplitter(TextSplitter):
         return str(uuid.UUID(hex=h.hexdigest()[:32]))
 
     def _build_nodes(self, node: BaseNode, text: str, spans: List[Span]) -> List[TextNode]:
+        """Nodes of ``spans``; the per-document parts (template, metadata, the SOURCE info,
+        the metadata half of the content hash) are computed once, not per node.
+
+        Ids equal :meth:`_node_id`; PREVIOUS/NEXT hashes equal each node's ``hash``
+        (``tests/node_parser/test_fast_paths.py`` checks both against the plain forms).
+        """
+        if not spans:
+            return []
         src = node.as_related_node_info()  # hashes the whole text: once per document
-        out: List[TextNode] = []
         ref_id = node.id_
         meta = node.metadata if self.include_metadata else {}
+        ex_embed = list(node.excluded_embed_metadata_keys)
+        ex_llm = list(node.excluded_llm_metadata_keys)
+        mtmpl, msep = node.metadata_template, node.metadata_separator
+        ttmpl = getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL)
+        mime = getattr(node, "mimetype", "text/plain")
+        digest = self._digest()
+        id_func = self.id_func
+        sha256 = hashlib.sha256
+        n_sp = len(spans)
+        links = self.include_prev_next_rel and n_sp > 1
+        chunks: List[str] = []
+        ids: List[str] = []
+        hashes: List[str] = []
+        if links:
+            both = set(ex_embed) & set(ex_llm)
+            meta_tail = b"\x00" + msgspec.json.encode(
+                {k: v for k, v in meta.items() if k not in both}, order="sorted"
+            )
         for i, (a, b) in enumerate(spans):
             chunk = text[a:b]
-            nid = self.id_func(i, node) if self.id_func is not None else self._node_id(i, ref_id, a, b, chunk)
+            chunks.append(chunk)
+            data = chunk.encode("utf-8", "surrogatepass")
+            if id_func is None:
+                h = sha256(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{digest}\x00".encode("utf-8", "surrogatepass"))
+                h.update(data)
+                x = h.hexdigest()
+                ids.append(f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:32]}")  # == str(uuid.UUID(hex=x[:32]))
+            else:
+                ids.append(id_func(i, node))
+            if links:
+                h = sha256(data)
+                h.update(meta_tail)
+                hashes.append(h.hexdigest())
+        out: List[TextNode] = []
+        SOURCE, PREV, NEXT = NodeRelationship.SOURCE, NodeRelationship.PREVIOUS, NodeRelationship.NEXT
+        ntype: Optional[str] = None
+        infos: List[RelatedNodeInfo] = []
+        if links:
+            ntype = TextNode(text="").get_type()
+            infos = [RelatedNodeInfo(node_id=nid, node_type=ntype, hash=hx) for nid, hx in zip(ids, hashes)]
+        for i, (a, b) in enumerate(spans):
+            rels: Dict[NodeRelationship, Any] = {SOURCE: src}
+            if links:
+                if i > 0:
+                    rels[PREV] = infos[i - 1]
+                if i + 1 < n_sp:
+                    rels[NEXT] = infos[i + 1]
             out.append(
                 TextNode(
-                    id_=nid,
-                    text=chunk,
+                    id_=ids[i],
+                    text=chunks[i],
                     start_char_idx=a,
                     end_char_idx=b,
                     metadata=dict(meta),
-                    excluded_embed_metadata_keys=list(node.excluded_embed_metadata_keys),
-                    excluded_llm_metadata_keys=list(node.excluded_llm_metadata_keys),
-                    metadata_template=node.metadata_template,
-                    metadata_separator=node.metadata_separator,
-                    text_template=getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL),
-                    mimetype=getattr(node, "mimetype", "text/plain"),
-                    relationships={NodeRelationship.SOURCE: src},
+                    excluded_embed_metadata_keys=list(ex_embed),
+                    excluded_llm_metadata_keys=list(ex_llm),
+                    metadata_template=mtmpl,
+                    metadata_separator=msep,
+                    text_template=ttmpl,
+                    mimetype=mime,
+                    relationships=rels,
                 )
             )
-        if self.include_prev_next_rel and len(out) > 1:
-            infos = [RelatedNodeInfo(node_id=n.id_, node_type=n.get_type(), hash=n.hash) for n in out]
-            for i, n in enumerate(out):
-                rels = dict(n.relationships)
-                if i > 0:
-                    rels[NodeRelationship.PREVIOUS] = infos[i - 1]
-                if i + 1 < len(out):
-                    rels[NodeRelationship.NEXT] = infos[i + 1]
-                n.relationships = rels
         return out
 
     def get_nodes_from_documents(
@@ -268,8 +312,9 @@ class MetadataAwareTextSplitter(TextSplitter):
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(todo), desc="Parsing nodes")
-        # Tokenize batches of documents in a background thread (tokenizers release the
-        # GIL and batch internally) while the previous batch is packed in this thread.
+        # Tokenize small batches of documents in a background thread (tokenizers release
+        # the GIL) a few batches ahead of this thread, which packs and builds nodes; small
+        # batches let packing start early, so the two overlap on two or more cores.
         batches: List[List[Tuple[BaseNode, str]]] = []
         i = 0
         while i < len(todo):
@@ -281,24 +326,33 @@ class MetadataAwareTextSplitter(TextSplitter):
             i = j
         if not batches:
             return result
-        from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[0]])
-            for k, batch in enumerate(batches):
-                sizers = pending.result()
-                if k + 1 < len(batches):
-                    pending = pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[k + 1]])
-                for (doc, text), sizer in zip(batch, sizers):
-                    if self.include_metadata:
-                        wrappers = _wrappers_for(doc)
-                    else:
-                        wrappers = [("", "", MetadataMode.NONE)]
-                    uniq = self._check_overhead(wrappers, doc)
-                    spans = self._pack(text, sizer, uniq)
-                    result.extend(self._build_nodes(doc, text, spans))
-                    if bar is not None:
-                        bar.update(1)
+        def handle(batch: List[Tuple[BaseNode, str]], sizers: list) -> None:
+            for (doc, text), sizer in zip(batch, sizers):
+                if self.include_metadata:
+                    wrappers = _wrappers_for(doc)
+                else:
+                    wrappers = [("", "", MetadataMode.NONE)]
+                uniq = self._check_overhead(wrappers, doc)
+                spans = self._pack(text, sizer, uniq)
+                result.extend(self._build_nodes(doc, text, spans))
+                if bar is not None:
+                    bar.update(1)
+
+        if len(batches) == 1:
+            handle(batches[0], make_sizers(self.tokenizer, [t for _, t in batches[0]]))
+        else:
+            from collections import deque
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                pending: deque = deque()
+                nxt = 0
+                for batch in batches:
+                    while nxt < len(batches) and len(pending) < _AHEAD:
+                        pending.append(pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[nxt]]))
+                        nxt += 1
+                    handle(batch, pending.popleft().result())
         if bar is not None:
             bar.close()
         return result

@@ -34,6 +34,8 @@ import bisect
 import logging
 from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from ragloom.node_parser.text.boundaries import SeparatorLevel
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["Level", "OffsetSizer", "CallSizer", "ExactCounter", "pack_spans", "make_sizers", "strip_span"]
@@ -63,7 +65,7 @@ class OffsetSizer:
 
     exact_edges = True
 
-    def __init__(self, text: str, starts: List[int]) -> None:
+    def __init__(self, text: str, starts: Sequence[int]) -> None:
         self.text = text
         self.n = len(text)
         self.st = starts
@@ -217,8 +219,13 @@ def strip_span(text: str, a: int, b: int) -> Span:
     return a2, a2 + len(ls.rstrip())
 
 
+_UNSET = object()
+
+
 class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
+
+    BACK, FWD = 160, 96  # first window around a position (grown x4 while it finds no cut)
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
         self.text = text
@@ -227,6 +234,7 @@ class _Finder:
         self.n = len(text)
         self._whole: Dict[Tuple[int, int, int], List[int]] = {}
         self._win: Dict[int, Tuple[int, int, List[int]]] = {}
+        self._first: object = _UNSET
 
     def _segment_whole(self, li: int, level: Level, plo: int, phi: int, x: int, budget: int):
         key = (li, plo, phi)
@@ -240,12 +248,35 @@ class _Finder:
         b = bs[i] if i < len(bs) else phi
         return a, b, self.sizer.tokens(a, b) > budget
 
+    def _all_cuts(self, level: Level) -> Optional[List[int]]:
+        """Every cut of a rare literal separator in the whole text (``None``: not worth it).
+
+        Used for the first level only, whose parent segment is the whole text, so the
+        list equals ``level.find(text, 0, n)`` exactly; bisecting it replaces windowed
+        queries that mostly find nothing (``"\n\n\n"`` paragraphs in Markdown).
+        """
+        sep = getattr(level, "sep", None)
+        if sep is None or not isinstance(level, SeparatorLevel):
+            return None
+        if self.text.count(sep) > self.n // 256 + 8:
+            return None
+        return level.find(self.text, 0, self.n)
+
     def segment(self, li: int, plo: int, phi: int, x: int, budget: int):
         level = self.levels[li]
+        if li == 0:
+            if self._first is _UNSET:
+                self._first = self._all_cuts(level)
+            bs = self._first
+            if bs is not None:
+                i = bisect.bisect_right(bs, x)
+                a = bs[i - 1] if i > 0 else plo
+                b = bs[i] if i < len(bs) else phi
+                return a, b, self.sizer.tokens(a, b) > budget
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
-        back, fwd, m = 160, 96, level.margin
+        back, fwd, m = self.BACK, self.FWD, level.margin
         while True:
             wlo = max(plo, x - back)
             whi = min(phi, x + fwd)

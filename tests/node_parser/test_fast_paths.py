@@ -1,0 +1,148 @@
+"""Fast paths of the span engine compared with their plain (slow, exact) forms,
+on random text (hypothesis) and on real Markdown and Chinese text."""
+
+import glob
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_properties import texts
+
+from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
+from ragloom.node_parser.text import engine
+from ragloom.node_parser.text.boundaries import (
+    CJK_TERMINATORS,
+    CJK_TERMINATORS_REFERENCE,
+    SentenceLevel,
+)
+from ragloom.schema import Document, MetadataMode, NodeRelationship
+
+ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，\n龍中文😀") + ["Dr. ", "p.m. ", "e.g. ", "\n\n\n", "<|endoftext|>"]
+mixed = st.lists(st.sampled_from(ALPHABET), max_size=300).map("".join)
+any_text = st.one_of(texts(), mixed)
+
+
+def _real_texts():
+    out = []
+    md = sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))
+    for p in md[:: max(1, len(md) // 12)][:12]:
+        out.append(open(p, encoding="utf-8").read()[:40000])
+    zh = sorted(glob.glob("/work/shared/data/zh_classics/*.utf8.txt"))
+    for p in zh[:3]:
+        out.append(open(p, encoding="utf-8").read()[30000:70000])
+    if not out:
+        pytest.skip("shared data not available")
+    return out
+
+
+@pytest.fixture(scope="module")
+def real_texts():
+    return _real_texts()
+
+
+def _matches(rx, text, lo=0, hi=None):
+    hi = len(text) if hi is None else hi
+    return [m.span() for m in rx.finditer(text, lo, hi)]
+
+
+@given(text=any_text, data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_cjk_terminator_regex_equals_reference(text, data):
+    assert _matches(CJK_TERMINATORS, text) == _matches(CJK_TERMINATORS_REFERENCE, text)
+    lo = data.draw(st.integers(0, len(text)))
+    hi = data.draw(st.integers(lo, len(text)))
+    assert _matches(CJK_TERMINATORS, text, lo, hi) == _matches(CJK_TERMINATORS_REFERENCE, text, lo, hi)
+
+
+@given(text=any_text, data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_sentence_find_equals_reference(text, data):
+    level = SentenceLevel()
+    lo = data.draw(st.integers(0, len(text)))
+    hi = data.draw(st.integers(lo, len(text)))
+    assert level.find(text, lo, hi) == level.find_reference(text, lo, hi)
+    assert level.find(text, 0, len(text)) == level.find_reference(text, 0, len(text))
+
+
+def test_real_text_regex_and_sentences(real_texts):
+    level = SentenceLevel()
+    rnd = random.Random(1)
+    for text in real_texts:
+        assert _matches(CJK_TERMINATORS, text) == _matches(CJK_TERMINATORS_REFERENCE, text)
+        for _ in range(40):
+            lo = rnd.randrange(len(text))
+            hi = min(len(text), lo + rnd.randrange(1, 1500))
+            assert level.find(text, lo, hi) == level.find_reference(text, lo, hi)
+
+
+def _spans(splitter, text, fast):
+    orig = engine._Finder._all_cuts
+    if not fast:
+        engine._Finder._all_cuts = lambda self, level: None
+    try:
+        return splitter.split_spans(text)
+    finally:
+        engine._Finder._all_cuts = orig
+
+
+SPLITTERS = [
+    lambda: SentenceSplitter(chunk_size=60, chunk_overlap=15, tokenizer="cl100k_base"),
+    lambda: SentenceSplitter(chunk_size=200, chunk_overlap=40, tokenizer="cl100k_base", paragraph_separator="\n\n"),
+    lambda: TokenTextSplitter(chunk_size=50, chunk_overlap=10, tokenizer="cl100k_base", separator="\n"),
+    lambda: SentenceSplitter(chunk_size=60, chunk_overlap=10),  # default (HF WordPiece) tokenizer
+]
+
+
+@given(text=any_text, which=st.integers(0, len(SPLITTERS) - 1))
+@settings(max_examples=150, deadline=None)
+def test_first_level_whole_text_cuts_equal_windowed(text, which):
+    splitter = SPLITTERS[which]()
+    assert _spans(splitter, text, True) == _spans(splitter, text, False)
+
+
+def test_first_level_whole_text_cuts_equal_windowed_real(real_texts):
+    for make in SPLITTERS[:3]:
+        splitter = make()
+        for text in real_texts[::2]:
+            assert _spans(splitter, text, True) == _spans(splitter, text, False)
+
+
+@pytest.mark.parametrize("prev_next", [True, False])
+def test_node_ids_and_link_hashes_equal_plain_forms(prev_next, real_texts):
+    splitter = SentenceSplitter(chunk_size=128, chunk_overlap=20, tokenizer="cl100k_base", include_prev_next_rel=prev_next)
+    doc = Document(
+        text=real_texts[0][:6000] + "\n" + real_texts[-1][:3000] + "\ud800 tail",
+        id_="doc-x",
+        metadata={"file_name": "a.md", "mtime": 5, "secret": "s"},
+        excluded_embed_metadata_keys=["mtime", "secret"],
+        excluded_llm_metadata_keys=["mtime"],
+    )
+    nodes = splitter.get_nodes_from_documents([doc])
+    assert len(nodes) > 3
+    for i, n in enumerate(nodes):
+        assert n.id_ == splitter._node_id(i, doc.id_, n.start_char_idx, n.end_char_idx, n.text)
+        assert n.relationships[NodeRelationship.SOURCE].hash == doc.hash
+        assert n.get_content(MetadataMode.NONE) == n.text
+        if prev_next:
+            if i > 0:
+                info = n.relationships[NodeRelationship.PREVIOUS]
+                assert (info.node_id, info.hash, info.node_type) == (nodes[i - 1].id_, nodes[i - 1].hash, nodes[i - 1].get_type())
+            if i + 1 < len(nodes):
+                info = n.relationships[NodeRelationship.NEXT]
+                assert (info.node_id, info.hash) == (nodes[i + 1].id_, nodes[i + 1].hash)
+        else:
+            assert set(n.relationships) == {NodeRelationship.SOURCE}
+    # nodes do not share mutable parts
+    nodes[0].metadata["x"] = 1
+    nodes[0].excluded_embed_metadata_keys.append("x")
+    assert "x" not in nodes[1].metadata and "x" not in nodes[1].excluded_embed_metadata_keys
+
+
+def test_many_documents_pipeline_matches_one_by_one(real_texts):
+    """Tokenizing in small batches ahead of packing gives the same nodes as one document at a time."""
+    splitter = SentenceSplitter(chunk_size=100, chunk_overlap=20, tokenizer="cl100k_base")
+    docs = [Document(text=t, id_=f"d{i}") for i, t in enumerate(real_texts * 3)]
+    together = splitter.get_nodes_from_documents(docs)
+    apart = [n for d in docs for n in splitter.get_nodes_from_documents([d])]
+    assert [(n.id_, n.text, n.start_char_idx) for n in together] == [(n.id_, n.text, n.start_char_idx) for n in apart]
