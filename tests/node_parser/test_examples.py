@@ -1,10 +1,13 @@
 import glob
+from pathlib import Path
 
 import pytest
 
 from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
 from ragloom.node_parser.text.boundaries import SentenceLevel
 from ragloom.schema import Document, MetadataMode, NodeRelationship, TextNode
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 REF = "张三说：“今天下雨了。”李四点头。Dr. Smith arrived at 5 p.m. He left."
 
@@ -66,7 +69,7 @@ def test_metadata_too_long_names_doc_and_keys():
 
 
 def test_metadata_aware_budget_and_excluded_keys(cl100k):
-    text = open(sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8").read()
+    text = open(sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8").read()
     doc = Document(
         text=text,
         id_="fastapi.md",
@@ -93,7 +96,7 @@ def test_split_text_metadata_aware(cl100k):
 
 
 def test_real_chinese_novel(cl100k, hf_tok):
-    path = glob.glob("/work/shared/data/zh_classics/西游记.utf8.txt")[0]
+    path = glob.glob(f"{SHARED_DATA}/zh_classics/西游记.utf8.txt")[0]
     text = open(path, encoding="utf-8").read()[30000:80000]
     for tok in (cl100k, hf_tok):
         doc = Document(text=text, id_="xyj", metadata={"file_name": "西游记.utf8.txt"})
@@ -108,7 +111,7 @@ def test_real_chinese_novel(cl100k, hf_tok):
 
 
 def test_markdown_file_token_splitter(cl100k):
-    path = sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))[10]
+    path = sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[10]
     text = open(path, encoding="utf-8").read()
     nodes = TokenTextSplitter(chunk_size=64, chunk_overlap=8, tokenizer=cl100k)([Document(text=text, id_=path)])
     assert nodes

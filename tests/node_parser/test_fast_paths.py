@@ -3,6 +3,7 @@ on random text (hypothesis) and on real Markdown and Chinese text."""
 
 import glob
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +19,8 @@ from ragloom.node_parser.text.boundaries import (
 )
 from ragloom.schema import Document, MetadataMode, NodeRelationship
 
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
 ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，\n龍中文😀") + ["Dr. ", "p.m. ", "e.g. ", "\n\n\n", "<|endoftext|>"]
 mixed = st.lists(st.sampled_from(ALPHABET), max_size=300).map("".join)
 any_text = st.one_of(texts(), mixed)
@@ -25,10 +28,10 @@ any_text = st.one_of(texts(), mixed)
 
 def _real_texts():
     out = []
-    md = sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))
+    md = sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))
     for p in md[:: max(1, len(md) // 12)][:12]:
         out.append(open(p, encoding="utf-8").read()[:40000])
-    zh = sorted(glob.glob("/work/shared/data/zh_classics/*.utf8.txt"))
+    zh = sorted(glob.glob(f"{SHARED_DATA}/zh_classics/*.utf8.txt"))
     for p in zh[:3]:
         out.append(open(p, encoding="utf-8").read()[30000:70000])
     if not out:

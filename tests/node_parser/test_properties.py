@@ -1,14 +1,18 @@
 """Property tests of the span-engine splitters (ARCHITECTURE.md invariants)."""
 
 import random
+from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
 from ragloom.node_parser.text.engine import ExactCounter, make_sizers
 from ragloom.schema import Document, MetadataMode, NodeRelationship
 from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 EN = ["The", "quick", "brown", "fox", "Dr.", "Smith", "arrived", "at", "5", "p.m.", "e.g.", "U.S.", "it's", "don't", "HELLO", "naïve", "café", "x" * 40]
 ZH = ["张三说", "今天下雨了", "李四点头", "孙悟空", "花果山", "水帘洞", "美猴王", "龍", "𠀀"]
@@ -126,7 +130,7 @@ def test_exact_counter_edges_match_full_count(text, data):
 
 
 def test_exact_counter_on_real_text(cl100k):
-    text = open("/work/shared/data/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
+    text = open(f"{SHARED_DATA}/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
     text += " The quick brown fox, e.g. Dr. Smith, jumps over it. " * 200
     sizer = make_sizers(cl100k, [text])[0]
     counter = ExactCounter(cl100k, sizer)

@@ -1,7 +1,9 @@
 import sys
+from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragloom.tokenizers import (
     CallableTokenizer,
@@ -10,6 +12,8 @@ from ragloom.tokenizers import (
     get_default_tokenizer,
     get_tokenizer,
 )
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 TEXTS = ["", "hello world", "张三说：“今天下雨了。”", "emoji 😀👍🏽 and é", "  \n\t ", "a" * 500]
 
@@ -126,8 +130,8 @@ def test_tiktoken_starts_equal_plain_on_real_text():
     from ragloom.tokenizers import get_tokenizer
 
     tok = get_tokenizer("cl100k_base")
-    files = sorted(glob.glob("/work/shared/data/zh_classics/*.utf8.txt"))[:2]
-    files += sorted(glob.glob("/work/shared/data/markdown_fastapi/**/*.md", recursive=True))[:20]
+    files = sorted(glob.glob(f"{SHARED_DATA}/zh_classics/*.utf8.txt"))[:2]
+    files += sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[:20]
     if not files:
         pytest.skip("shared data not available")
     for p in files:
