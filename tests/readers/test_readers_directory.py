@@ -10,7 +10,11 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ragloom.errors import ReaderError
-from ragloom.readers import DEFAULT_EXCLUDED_METADATA_KEYS, BaseReader, SimpleDirectoryReader
+from ragloom.readers import (
+    DEFAULT_EXCLUDED_METADATA_KEYS,
+    BaseReader,
+    SimpleDirectoryReader,
+)
 from ragloom.schema import Document, MetadataMode
 
 

@@ -14,7 +14,13 @@ from typing import List
 import pytest
 
 from ragloom.data_structs import IndexDict, IndexStruct
-from ragloom.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode, node_from_json
+from ragloom.schema import (
+    Document,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    node_from_json,
+)
 from ragloom.storage import (
     DEFAULT_DB_NAME,
     RefDocInfo,

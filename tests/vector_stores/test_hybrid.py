@@ -6,7 +6,12 @@ import pytest
 from ragloom.analysis import analyze
 from ragloom.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from ragloom.vector_stores import SQLiteVectorStore
-from ragloom.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters, VectorStoreQuery
+from ragloom.vector_stores.types import (
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+)
 
 TEXTS = {
     "xiyou": "孙悟空拜菩提祖师为师父，学会了七十二变和筋斗云。",

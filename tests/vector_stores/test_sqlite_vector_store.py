@@ -12,7 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from vector_store_conformance import DIM, FILTER_CASES, VectorStoreConformance, cosine_ranking, make_nodes
+from vector_store_conformance import (
+    DIM,
+    FILTER_CASES,
+    VectorStoreConformance,
+    cosine_ranking,
+    make_nodes,
+)
 
 from ragloom.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from ragloom.storage.sqlite import SQLiteDatabase
