@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, file_path_str, make_document
 from ragloom.readers.encoding import BinaryContentError, decode_bytes, looks_binary_head, normalize_newlines
+from ragloom.readers.markdown import MARKDOWN_EXTS, TITLE_KEY, markdown_title
 from ragloom.schema import Document
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,9 @@ class TextReader(BaseReader):
         errors: codec error handler for the decode (``"strict"`` by default).
 
     The document's metadata gets ``encoding`` (the codec used), hidden from embed and
-    LLM views.  ``text`` is the file's characters with newlines normalised to ``\\n``.
+    LLM views.  Markdown files also get ``document_title`` (their first H1, see
+    :func:`~ragloom.readers.markdown.markdown_title`), visible to both, so every chunk of
+    the file carries its title into the embedding and the keyword index.  ``text`` is the file's characters with newlines normalised to ``\\n``.
 
     Raises:
         ReaderError: ``"binary file"``, ``"empty"`` (no non-whitespace character) or a
@@ -80,6 +83,10 @@ class TextReader(BaseReader):
         text, enc = read_text_file(Path(file), self.encoding, self.errors)
         if not text.strip():
             raise ReaderError(file_path_str(file), REASON_EMPTY)
-        return [
-            make_document(text, file, extra_info, metadata={ENCODING_KEY: enc}, hidden_keys=[ENCODING_KEY])
-        ]
+        metadata: Dict[str, Any] = {}
+        if Path(file).suffix.lower() in MARKDOWN_EXTS:
+            title = markdown_title(text)
+            if title:
+                metadata[TITLE_KEY] = title
+        metadata[ENCODING_KEY] = enc
+        return [make_document(text, file, extra_info, metadata=metadata, hidden_keys=[ENCODING_KEY])]
