@@ -173,5 +173,86 @@ def main() -> None:
     sys.stdout.flush()
 
 
+# -- format-aware parsers: Markdown and code vs llama-index-core ---------------------------
+#
+#     python benchmarks/chunking.py --formats [--runs 3]
+#
+# Markdown: shared/data/markdown_fastapi (all .md).  Code: shared/data/code (.py of
+# fastapi, .java of gson, .ts of ky), one document per file.  ragloom's parsers run with
+# chunk_size=512 (cl100k_base); llama-index's MarkdownNodeParser has no budget, and its
+# CodeSplitter (max_chars only) needs tree-sitter-language-pack, which is not installed
+# offline, so it is given the same individual-wheel tree_sitter Parser via ``parser=``.
+
+
+def load_files(root: Path, exts: tuple) -> list[str]:
+    return [p.read_text(encoding="utf-8") for p in sorted(root.rglob("*")) if p.suffix in exts and p.is_file()]
+
+
+def format_runners(enc):
+    import tree_sitter
+
+    from ragloom.node_parser import CodeSplitter as RCode, MarkdownNodeParser as RMd
+    from ragloom.node_parser.code.languages import get_language
+    from ragloom.schema import Document as RDoc
+    from llama_index.core import Document as LDoc
+    from llama_index.core.node_parser import CodeSplitter as LCode, MarkdownNodeParser as LMd
+
+    def rag(parser):
+        return lambda texts: [n.text for n in parser([RDoc(text=t, id_=f"d{i}") for i, t in enumerate(texts)])]
+
+    def lli(parser):
+        return lambda texts: [n.get_content() for n in parser.get_nodes_from_documents([LDoc(text=t) for t in texts])]
+
+    out = {"markdown": {"ragloom MarkdownNodeParser": rag(RMd(chunk_size=CHUNK, tokenizer="cl100k_base")),
+                        "llama-index MarkdownNodeParser": lli(LMd())}}
+    for lang, exts in (("python", (".py",)), ("java", (".java",)), ("typescript", (".ts",))):
+        lp = tree_sitter.Parser(get_language(lang))
+        out[lang] = {
+            "ragloom CodeSplitter": rag(RCode(language=lang, chunk_lines=40, chunk_lines_overlap=15, max_chars=1500)),
+            "ragloom CodeSplitter+512tok": rag(RCode(language=lang, chunk_size=CHUNK, tokenizer="cl100k_base")),
+            "llama-index CodeSplitter": lli(LCode(language=lang, chunk_lines=40, chunk_lines_overlap=15, max_chars=1500, parser=lp)),
+        }
+    return out
+
+
+def main_formats(runs: int) -> None:
+    offline_tiktoken_cache()
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base")
+    corpora = {
+        "markdown": load_files(DATA / "markdown_fastapi", (".md",)),
+        "python": load_files(DATA / "code" / "fastapi", (".py",)),
+        "java": load_files(DATA / "code" / "gson", (".java",)),
+        "typescript": load_files(DATA / "code" / "ky", (".ts",)),
+    }
+    results = []
+    for corpus, run_map in format_runners(enc).items():
+        texts = corpora[corpus]
+        mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+        print(f"\n{corpus}: {mb:.2f} MB, {len(texts)} files, best of {runs}")
+        print(f"{'parser':30s} {'MB/s':>7s} {'chunks':>7s} {'>512tok':>8s} {'max tok':>8s} {'max chars':>9s} {'>1500ch':>8s}")
+        for name, run in run_map.items():
+            best, chunks = float("inf"), []
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                chunks = run(texts)
+                best = min(best, time.perf_counter() - t0)
+            counts = [len(x) for x in enc.encode_ordinary_batch(chunks)] if chunks else [0]
+            row = {"corpus": corpus, "parser": name, "mb": round(mb, 3), "mb_per_s": round(mb / best, 3),
+                   "chunks": len(chunks), "over_512_tokens": sum(c > CHUNK for c in counts), "max_tokens": max(counts),
+                   "max_chars": max((len(c) for c in chunks), default=0), "over_1500_chars": sum(len(c) > 1500 for c in chunks)}
+            results.append(row)
+            print(f"{name:30s} {row['mb_per_s']:7.2f} {row['chunks']:7d} {row['over_512_tokens']:8d} {row['max_tokens']:8d} {row['max_chars']:9d} {row['over_1500_chars']:8d}")
+    print(json.dumps({"benchmark": "chunking-formats", "chunk_size": CHUNK, "tokenizer": "cl100k_base", "results": results}))
+    sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    main()
+    if "--formats" in sys.argv:
+        _ap = argparse.ArgumentParser()
+        _ap.add_argument("--formats", action="store_true")
+        _ap.add_argument("--runs", type=int, default=3)
+        main_formats(_ap.parse_args().runs)
+    else:
+        main()

@@ -19,6 +19,7 @@ from ragloom.readers.directory import (
 )
 from ragloom.readers.docx_reader import DocxReader
 from ragloom.readers.encoding import decode_bytes, detect_encoding
+from ragloom.readers.flat import FlatReader
 from ragloom.readers.html_reader import HTMLReader, html_to_text
 from ragloom.readers.json_reader import JSONReader, json_to_text
 from ragloom.readers.pdf import PDFReader
@@ -32,6 +33,7 @@ __all__ = [
     "DocxReader",
     "FileRead",
     "FileSkipped",
+    "FlatReader",
     "HTMLReader",
     "JSONReader",
     "PDFReader",

@@ -1,0 +1,307 @@
+"""Shared machinery of the format-aware node parsers (Markdown, HTML, JSON, code).
+
+A format parser turns a document into :class:`Piece` s: the node text, its
+``[start, end)`` character offsets into ``document.text`` and the metadata the format
+adds (``header_path``, ``tag``, ``start_line`` …).  Pieces over the token budget are
+cut by the span engine (:func:`~ragloom.node_parser.text.engine.pack_spans`) *before*
+they become pieces, measured on the text plus the metadata that is embedded with it, so
+no node is over budget.  :class:`FormatNodeParser` builds the nodes (deterministic ids,
+SOURCE/PREVIOUS/NEXT relationships) and falls back to sentence splitting, with a logged
+reason, when the format cannot be parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from abc import abstractmethod
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from ragloom.node_parser.interface import IdFuncCallable, NodeParser, _wrappers_for
+from ragloom.schema import (
+    DEFAULT_TEXT_NODE_TMPL,
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Piece", "FormatNodeParser", "FormatError", "sentence_levels"]
+
+Span = Tuple[int, int]
+DEFAULT_CHUNK_SIZE = 1024
+
+
+class FormatError(ValueError):
+    """The input is not in the parser's format (the parser falls back to sentence splitting)."""
+
+
+class Piece(NamedTuple):
+    """One future node: its text, offsets into the document text, and added metadata."""
+
+    text: str
+    start: int
+    end: int
+    metadata: Dict[str, Any] = {}
+    hidden_embed: Tuple[str, ...] = ()  # added keys hidden from the embed view
+    hidden_llm: Tuple[str, ...] = ()  # added keys hidden from the LLM view
+
+
+_LEVELS_CACHE: Dict[str, list] = {}
+
+
+def sentence_levels(paragraph_separator: str = "\n\n") -> list:
+    """The SentenceSplitter's default boundary levels (paragraph > sentence > secondary
+    regex > clause > line > word), with ``paragraph_separator`` as the paragraph level."""
+    levels = _LEVELS_CACHE.get(paragraph_separator)
+    if levels is None:
+        from ragloom.node_parser.text.boundaries import CJK_CLAUSE_LEVEL, RegexLevel, SentenceLevel, SeparatorLevel
+        from ragloom.node_parser.text.sentence import CHUNKING_REGEX
+
+        levels = [SeparatorLevel(paragraph_separator, "paragraph")] if paragraph_separator else []
+        levels += [
+            SentenceLevel(),
+            RegexLevel(CHUNKING_REGEX, "secondary"),
+            CJK_CLAUSE_LEVEL,
+            SeparatorLevel("\n", "line"),
+            SeparatorLevel(" ", "word"),
+        ]
+        _LEVELS_CACHE[paragraph_separator] = levels
+    return list(levels)
+
+
+class CutLevel:
+    """A boundary level from precomputed cut positions (structure from a parser)."""
+
+    windowed = False
+    margin = 0
+
+    def __init__(self, cuts: Sequence[int], name: str = "structure") -> None:
+        self.cuts = sorted(set(cuts))
+        self.name = name
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        import bisect
+
+        i = bisect.bisect_right(self.cuts, lo)
+        j = bisect.bisect_left(self.cuts, hi)
+        return self.cuts[i:j]
+
+
+class FormatNodeParser(NodeParser):
+    """Base of the format-aware parsers: pieces → nodes, with a sentence-splitting fallback."""
+
+    def __init__(
+        self,
+        chunk_size: Optional[int] = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = 0,
+        tokenizer: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Optional[IdFuncCallable] = None,
+    ) -> None:
+        if chunk_size is not None and int(chunk_size) <= 0:
+            raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
+        if chunk_overlap is None or int(chunk_overlap) < 0:
+            raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
+        if chunk_size is not None and int(chunk_overlap) >= int(chunk_size):
+            raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
+        self.chunk_size = None if chunk_size is None else int(chunk_size)
+        self.chunk_overlap = int(chunk_overlap)
+        self._tokenizer_arg = tokenizer
+        self._tokenizer: Any = None
+        self.include_metadata = include_metadata
+        self.include_prev_next_rel = include_prev_next_rel
+        self.id_func = id_func
+        self._config_digest: Optional[str] = None
+        self._fallback: Any = None
+
+    # -- tokenizer (resolved lazily: Settings.tokenizer may load a model) ----------------
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            if self._tokenizer_arg is None:
+                from ragloom.settings import Settings
+
+                self._tokenizer = Settings.tokenizer
+            else:
+                from ragloom.tokenizers import get_tokenizer
+
+                self._tokenizer = get_tokenizer(self._tokenizer_arg)
+        return self._tokenizer
+
+    # -- subclass hooks ------------------------------------------------------------------
+    @abstractmethod
+    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
+        """The pieces of ``text`` (``doc``'s content); raise :class:`FormatError` (or any
+        exception) to fall back to sentence splitting."""
+
+    def _config_extra(self) -> Dict[str, Any]:
+        return {}
+
+    # -- config --------------------------------------------------------------------------
+    @classmethod
+    def from_defaults(cls, **kwargs: Any) -> "FormatNodeParser":
+        return cls(**kwargs)
+
+    def to_config(self) -> Dict[str, Any]:
+        tok = self._tokenizer_arg
+        cfg: Dict[str, Any] = {
+            "class_name": self.class_name(),
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "tokenizer": None if tok is None and self.chunk_size is None else getattr(self.tokenizer, "name", repr(self.tokenizer)),
+            "include_metadata": self.include_metadata,
+            "include_prev_next_rel": self.include_prev_next_rel,
+        }
+        cfg.update(self._config_extra())
+        return cfg
+
+    def _digest(self) -> str:
+        if self._config_digest is None:
+            self._config_digest = hashlib.sha256(
+                json.dumps(self.to_config(), sort_keys=True, default=str).encode("utf-8")
+            ).hexdigest()
+        return self._config_digest
+
+    # -- budget helpers ------------------------------------------------------------------
+    def _probe(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> TextNode:
+        base = dict(doc.metadata) if self.include_metadata else {}
+        base.update(meta)
+        ex_e = list(doc.excluded_embed_metadata_keys) + [k for k in hidden_embed if k not in doc.excluded_embed_metadata_keys]
+        ex_l = list(doc.excluded_llm_metadata_keys) + [k for k in hidden_llm if k not in doc.excluded_llm_metadata_keys]
+        return TextNode(
+            text="",
+            metadata=base,
+            excluded_embed_metadata_keys=ex_e,
+            excluded_llm_metadata_keys=ex_l,
+            metadata_template=doc.metadata_template,
+            metadata_separator=doc.metadata_separator,
+            text_template=getattr(doc, "text_template", DEFAULT_TEXT_NODE_TMPL),
+        )
+
+    def _wrappers(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> List[Tuple[str, str]]:
+        """Distinct ``(prefix, suffix)`` pairs around a chunk in the EMBED and LLM views."""
+        probe = self._probe(doc, meta, hidden_embed, hidden_llm)
+        out: List[Tuple[str, str]] = []
+        for p, s, mode in _wrappers_for(probe):
+            if (p, s) in out:
+                continue
+            if p or s:
+                used = self.tokenizer.count(p) + self.tokenizer.count(s)
+                if self.chunk_size is not None and used >= self.chunk_size:
+                    raise ValueError(
+                        f"document {doc.id_!r}: metadata take {used} tokens in {mode.value} mode, leaving no room "
+                        f"within chunk_size={self.chunk_size}; increase chunk_size or exclude metadata keys"
+                    )
+            out.append((p, s))
+        return out
+
+    def _pack(self, text: str, levels: Sequence[Any], wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
+        """Token-budgeted, whitespace-stripped spans of ``text`` (the span engine)."""
+        from ragloom.node_parser.text.engine import ExactCounter, make_sizers, pack_spans
+
+        if not text or text.isspace():
+            return []
+        assert self.chunk_size is not None
+        sizer = make_sizers(self.tokenizer, [text])[0]
+        return pack_spans(
+            text,
+            list(levels),
+            sizer,
+            ExactCounter(self.tokenizer, sizer),
+            self.chunk_size,
+            min(self.chunk_overlap, self.chunk_size - 1),
+            wrappers or [("", "")],
+        )
+
+    # -- fallback ------------------------------------------------------------------------
+    def _sentence_fallback(self) -> Any:
+        if self._fallback is None:
+            from ragloom.node_parser.text.sentence import SentenceSplitter
+
+            size = self.chunk_size or DEFAULT_CHUNK_SIZE
+            self._fallback = SentenceSplitter(
+                chunk_size=size,
+                chunk_overlap=min(self.chunk_overlap, size // 5),
+                tokenizer=self.tokenizer,
+                include_metadata=self.include_metadata,
+                include_prev_next_rel=self.include_prev_next_rel,
+                id_func=self.id_func,
+            )
+        return self._fallback
+
+    # -- nodes ---------------------------------------------------------------------------
+    def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
+        h = hashlib.sha256()
+        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
+        h.update(chunk.encode("utf-8", "surrogatepass"))
+        return str(uuid.UUID(hex=h.hexdigest()[:32]))
+
+    def _build(self, doc: BaseNode, pieces: Sequence[Piece]) -> List[BaseNode]:
+        src = doc.as_related_node_info()
+        mime = getattr(doc, "mimetype", "text/plain")
+        out: List[TextNode] = []
+        for i, p in enumerate(pieces):
+            probe = self._probe(doc, p.metadata, p.hidden_embed, p.hidden_llm)
+            nid = self.id_func(i, doc) if self.id_func is not None else self._node_id(i, doc.id_, p.start, p.end, p.text)
+            out.append(
+                TextNode(
+                    id_=nid,
+                    text=p.text,
+                    start_char_idx=p.start,
+                    end_char_idx=p.end,
+                    metadata=probe.metadata,
+                    excluded_embed_metadata_keys=probe.excluded_embed_metadata_keys,
+                    excluded_llm_metadata_keys=probe.excluded_llm_metadata_keys,
+                    metadata_template=probe.metadata_template,
+                    metadata_separator=probe.metadata_separator,
+                    text_template=probe.text_template,
+                    mimetype=mime,
+                    relationships={NodeRelationship.SOURCE: src},
+                )
+            )
+        if self.include_prev_next_rel and len(out) > 1:
+            infos = [n.as_related_node_info() for n in out]
+            for i, n in enumerate(out):
+                if i > 0:
+                    n.relationships[NodeRelationship.PREVIOUS] = infos[i - 1]
+                if i + 1 < len(out):
+                    n.relationships[NodeRelationship.NEXT] = infos[i + 1]
+        return list(out)
+
+    def get_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> List[BaseNode]:
+        result: List[BaseNode] = []
+        docs = list(documents)
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            docs = tqdm(docs, desc="Parsing nodes")
+        for doc in docs:
+            text = doc.get_content(MetadataMode.NONE)
+            if not text or text.isspace():
+                continue
+            try:
+                pieces = self._pieces(doc, text)
+            except Exception as exc:  # any failure: sentence splitting, with the reason logged
+                logger.warning(
+                    "%s: cannot parse document %r (%s: %s); falling back to sentence splitting",
+                    self.class_name(), doc.id_, type(exc).__name__, exc,
+                )
+                result.extend(self._sentence_fallback().get_nodes_from_documents([doc]))
+                continue
+            result.extend(self._build(doc, pieces))
+        return result
+
+    def split_text(self, text: str) -> List[str]:
+        """Chunk texts of a bare string (no metadata)."""
+        from ragloom.schema import Document
+
+        return [n.get_content(MetadataMode.NONE) for n in self.get_nodes_from_documents([Document(text=text, id_="text")])]

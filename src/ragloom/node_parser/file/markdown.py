@@ -1,0 +1,168 @@
+"""``MarkdownNodeParser``: one node per header section, found by a CommonMark parser.
+
+The document is parsed with markdown-it-py (CommonMark + GFM tables), so a ``#`` line
+inside a fenced (```` ``` ```` or ``~~~``) or indented code block is code, not a header.
+Sections run from a top-level header to the next one; the text before the first header
+is a section of its own (``header_path == []``).  ``header_path`` follows header
+*levels*: after ``# A`` and ``### B``, a second ``### C`` is B's sibling (path
+``["A", "C"]``).
+
+Offsets contract: every node's text is a slice of the document text,
+``doc.text[node.start_char_idx:node.end_char_idx] == node.text`` (whitespace-stripped at
+the edges), so fenced code is byte-exact (tabs, NBSP …).  A section over ``chunk_size``
+tokens (measured with its embedded metadata, in ``tokenizer`` — default
+``Settings.tokenizer``) is cut by the span engine at block boundaries first (top-level
+blocks, then list items), then paragraphs, sentences, lines, words.
+
+Metadata per node:
+
+- ``header_path``: the list of header titles from the top down to the section's own
+  header (unambiguous even when a title contains ``/``); hidden from embed and LLM views;
+- ``header_path_display``: the same joined with ``" > "`` for reading (visible; absent
+  for the preamble).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, CutLevel, FormatNodeParser, Piece, sentence_levels
+from ragloom.node_parser.interface import IdFuncCallable
+from ragloom.schema import BaseNode
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MarkdownNodeParser", "HEADER_PATH_KEY", "HEADER_PATH_DISPLAY_KEY", "markdown_sections"]
+
+HEADER_PATH_KEY = "header_path"
+HEADER_PATH_DISPLAY_KEY = "header_path_display"
+DISPLAY_SEP = " > "
+_NEWLINE = re.compile(r"\r\n?|\n")  # markdown-it's line breaks (it normalises \r\n and \r)
+_ATTR_LIST_RE = re.compile(r"\s*\{[^{}]*\}\s*$")
+_BLOCK_OPEN = re.compile(r"^(?:.*_open|fence|code_block|html_block|hr)$")
+
+
+@functools.lru_cache(maxsize=1)
+def _md() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table")
+
+
+@functools.lru_cache(maxsize=1)
+def _block_md() -> Any:
+    """Block structure only: inline parsing (most of the cost) is done for titles alone."""
+    md = _md().__class__("commonmark").enable("table")
+    md.disable("inline", ignoreInvalid=True)
+    return md
+
+
+def _line_starts(text: str) -> List[int]:
+    starts = [0]
+    starts.extend(m.end() for m in _NEWLINE.finditer(text))
+    return starts
+
+
+def _title(inline: Any) -> str:
+    parts: List[str] = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline", "html_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return _ATTR_LIST_RE.sub("", "".join(parts)).strip()
+
+
+def markdown_sections(text: str) -> Tuple[List[Tuple[int, int, List[str]]], List[int], List[int]]:
+    """``(sections, block_cuts, item_cuts)`` of a Markdown text.
+
+    ``sections``: ``(start, end, header_path)`` in order, covering the text; ``block_cuts``:
+    character offsets where top-level blocks start; ``item_cuts``: where list items start.
+    """
+    tokens = _block_md().parse(text)
+    ls = _line_starts(text)
+    n = len(text)
+
+    def off(line: int) -> int:
+        return ls[line] if line < len(ls) else n
+
+    heads: List[Tuple[int, int, str]] = []  # (offset, level, title)
+    blocks: List[int] = []
+    items: List[int] = []
+    for i, tok in enumerate(tokens):
+        if tok.map is None:
+            continue
+        if tok.level == 0 and _BLOCK_OPEN.match(tok.type):
+            blocks.append(off(tok.map[0]))
+        if tok.type == "list_item_open":
+            items.append(off(tok.map[0]))
+        if tok.type == "heading_open" and tok.level == 0:
+            title = ""
+            if i + 1 < len(tokens) and tokens[i + 1].type == "inline":
+                parsed = _md().parseInline(tokens[i + 1].content)
+                title = _title(parsed[0]) if parsed else ""
+            heads.append((off(tok.map[0]), int(tok.tag[1:]), title))
+    sections: List[Tuple[int, int, List[str]]] = []
+    first = heads[0][0] if heads else n
+    if first > 0 and text[:first].strip():
+        sections.append((0, first, []))
+    stack: List[Tuple[int, str]] = []
+    for k, (a, level, title) in enumerate(heads):
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        b = heads[k + 1][0] if k + 1 < len(heads) else n
+        sections.append((a, b, [t for _, t in stack]))
+    return sections, blocks, items
+
+
+class MarkdownNodeParser(FormatNodeParser):
+    """Split Markdown into header sections (CommonMark via markdown-it-py).
+
+    Args:
+        chunk_size: token budget of a node, metadata embedded with it included; larger
+            sections are cut by the span engine.  ``None``: no budget (one node per section).
+        chunk_overlap: tokens of overlap between the pieces of a cut section.
+        tokenizer: what budgets are measured in (default ``Settings.tokenizer``).
+        include_metadata, include_prev_next_rel, id_func, callback_manager: as in LlamaIndex.
+    """
+
+    def __init__(
+        self,
+        chunk_size: Optional[int] = DEFAULT_CHUNK_SIZE,
+        chunk_overlap: int = 0,
+        tokenizer: Any = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Optional[IdFuncCallable] = None,
+        callback_manager: Any = None,
+    ) -> None:
+        super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+
+    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
+        import bisect
+
+        sections, blocks, items = markdown_sections(text)
+        out: List[Piece] = []
+        hidden = (HEADER_PATH_KEY,)
+        for a, b, path in sections:
+            meta: Dict[str, Any] = {HEADER_PATH_KEY: list(path)}
+            if path:
+                meta[HEADER_PATH_DISPLAY_KEY] = DISPLAY_SEP.join(path)
+            sub = text[a:b]
+            if self.chunk_size is None:
+                from ragloom.node_parser.text.engine import strip_span
+
+                spans = [strip_span(sub, 0, len(sub))]
+                spans = [s for s in spans if s[0] < s[1]]
+            else:
+                bl = [c - a for c in blocks[bisect.bisect_right(blocks, a): bisect.bisect_left(blocks, b)]]
+                it = [c - a for c in items[bisect.bisect_right(items, a): bisect.bisect_left(items, b)]]
+                levels = [CutLevel(bl, "block"), CutLevel(it, "list-item")] + sentence_levels("\n\n")
+                spans = self._pack(sub, levels, self._wrappers(doc, meta, hidden, hidden))
+            for s, e in spans:
+                out.append(Piece(sub[s:e], a + s, a + e, meta, hidden, hidden))
+        return out

@@ -1,0 +1,202 @@
+"""``SimpleFileNodeParser`` and ``CodeTextRouter``: pick a node parser per document by
+its file extension.
+
+The extension is read from the document's metadata: ``extension`` (set by
+:class:`~ragloom.readers.flat.FlatReader`), else the suffix of ``file_path`` /
+``file_name`` / ``filename``.
+
+- code (``.py``, ``.java``, ``.cs``, ``.ts``/``.tsx``, ``.js``/``.jsx``, ``.go``, ``.rs``,
+  ``.c``/``.h``, ``.cpp`` …, see :data:`~ragloom.node_parser.code.CODE_EXTENSIONS`) →
+  :class:`~ragloom.node_parser.code.CodeSplitter`;
+- ``.md``/``.markdown``/``.mdx`` → :class:`MarkdownNodeParser`, ``.html``/``.htm``/``.xhtml``
+  → :class:`HTMLNodeParser`, ``.json``/``.jsonl``/``.ndjson`` → :class:`JSONNodeParser`
+  (``SimpleFileNodeParser`` only);
+- everything else → :class:`~ragloom.node_parser.SentenceSplitter`.
+
+Every failure falls back to sentence splitting with a logged reason: no grammar
+installed or unknown language (here), a document that does not parse as its format
+(in the format parser).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Dict, List, Optional, Sequence
+
+from ragloom.node_parser.interface import IdFuncCallable, NodeParser
+from ragloom.schema import BaseNode
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SimpleFileNodeParser", "CodeTextRouter", "FORMAT_EXTENSIONS", "extension_of"]
+
+FORMAT_EXTENSIONS: Dict[str, str] = {
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".mkd": "markdown",
+    ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".json": "json", ".jsonl": "json", ".ndjson": "json",
+}
+
+
+def extension_of(node: BaseNode) -> str:
+    """The lower-case file extension of a document (``""`` if unknown)."""
+    md = node.metadata or {}
+    ext = md.get("extension")
+    if isinstance(ext, str) and ext:
+        ext = ext.lower()
+        return ext if ext.startswith(".") else "." + ext
+    for key in ("file_path", "file_name", "filename"):
+        v = md.get(key)
+        if isinstance(v, str) and v:
+            return os.path.splitext(v)[1].lower()
+    return ""
+
+
+class SimpleFileNodeParser(NodeParser):
+    """Route each document to the parser of its file type (see the module docs).
+
+    Args:
+        chunk_size: token budget of every parser (default 1024).
+        chunk_overlap: overlap of the sentence splitter (the format parsers cut at structure).
+        tokenizer: what budgets are measured in (default ``Settings.tokenizer``).
+        code_chunk_lines, code_chunk_lines_overlap, code_max_chars: the CodeSplitter's limits.
+        line_numbers: ``"42|"`` prefixes on code nodes.
+        html_tags: the HTMLNodeParser's block tags (its default if ``None``).
+        include_metadata, include_prev_next_rel, id_func: passed to every parser.
+    """
+
+    formats = ("code", "markdown", "html", "json")
+
+    def __init__(
+        self,
+        chunk_size: int = 1024,
+        chunk_overlap: int = 200,
+        tokenizer: Any = None,
+        code_chunk_lines: int = 40,
+        code_chunk_lines_overlap: int = 15,
+        code_max_chars: int = 1500,
+        line_numbers: bool = False,
+        html_tags: Optional[List[str]] = None,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        id_func: Optional[IdFuncCallable] = None,
+        callback_manager: Any = None,
+    ) -> None:
+        self.chunk_size = int(chunk_size)
+        self.chunk_overlap = min(int(chunk_overlap), self.chunk_size - 1)
+        self.tokenizer = tokenizer
+        self.code_chunk_lines = code_chunk_lines
+        self.code_chunk_lines_overlap = code_chunk_lines_overlap
+        self.code_max_chars = code_max_chars
+        self.line_numbers = line_numbers
+        self.html_tags = html_tags
+        self.include_metadata = include_metadata
+        self.include_prev_next_rel = include_prev_next_rel
+        self.id_func = id_func
+        self._parsers: Dict[str, NodeParser] = {}
+        self._reported: set = set()
+
+    def _common(self) -> Dict[str, Any]:
+        return dict(
+            tokenizer=self.tokenizer,
+            include_metadata=self.include_metadata,
+            include_prev_next_rel=self.include_prev_next_rel,
+            id_func=self.id_func,
+        )
+
+    def _text_parser(self) -> NodeParser:
+        p = self._parsers.get("text")
+        if p is None:
+            from ragloom.node_parser.text.sentence import SentenceSplitter
+
+            p = self._parsers["text"] = SentenceSplitter(
+                chunk_size=self.chunk_size, chunk_overlap=self.chunk_overlap, **self._common()
+            )
+        return p
+
+    def parser_for(self, ext: str) -> NodeParser:
+        """The parser used for files with extension ``ext`` (``".py"``)."""
+        ext = ext.lower()
+        if ext and not ext.startswith("."):
+            ext = "." + ext
+        if "code" in self.formats:
+            from ragloom.node_parser.code.languages import language_for_extension
+
+            lang = language_for_extension(ext)
+            if lang is not None:
+                key = "code:" + lang
+                p = self._parsers.get(key)
+                if p is None:
+                    from ragloom.node_parser.code.code import CodeSplitter
+
+                    cs = CodeSplitter(
+                        language=lang,
+                        chunk_lines=self.code_chunk_lines,
+                        chunk_lines_overlap=self.code_chunk_lines_overlap,
+                        max_chars=self.code_max_chars,
+                        chunk_size=self.chunk_size,
+                        line_numbers=self.line_numbers,
+                        **self._common(),
+                    )
+                    if cs.available:
+                        p = cs
+                    else:
+                        if key not in self._reported:
+                            self._reported.add(key)
+                            logger.warning(
+                                "%s: no tree-sitter grammar for %s files (%s): %s; using sentence splitting",
+                                self.class_name(), ext, lang, cs._unavailable,
+                            )
+                        p = self._text_parser()
+                    self._parsers[key] = p
+                return p
+        fmt = FORMAT_EXTENSIONS.get(ext)
+        if fmt is not None and fmt in self.formats:
+            p = self._parsers.get(fmt)
+            if p is None:
+                if fmt == "markdown":
+                    from ragloom.node_parser.file.markdown import MarkdownNodeParser
+
+                    p = MarkdownNodeParser(chunk_size=self.chunk_size, **self._common())
+                elif fmt == "html":
+                    from ragloom.node_parser.file.html import HTMLNodeParser
+
+                    p = HTMLNodeParser(tags=self.html_tags, chunk_size=self.chunk_size, **self._common())
+                else:
+                    from ragloom.node_parser.file.json import JSONNodeParser
+
+                    p = JSONNodeParser(chunk_size=self.chunk_size, **self._common())
+                self._parsers[fmt] = p
+            return p
+        return self._text_parser()
+
+    def get_nodes_from_documents(
+        self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> List[BaseNode]:
+        out: List[BaseNode] = []
+        docs = list(documents)
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            docs = tqdm(docs, desc="Parsing nodes")
+        for doc in docs:
+            parser = self.parser_for(extension_of(doc))
+            try:
+                out.extend(parser.get_nodes_from_documents([doc]))
+            except Exception as exc:
+                text_parser = self._text_parser()
+                if parser is text_parser:
+                    raise
+                logger.warning(
+                    "%s: %s failed on document %r (%s: %s); falling back to sentence splitting",
+                    self.class_name(), parser.class_name(), doc.id_, type(exc).__name__, exc,
+                )
+                out.extend(text_parser.get_nodes_from_documents([doc]))
+        return out
+
+
+class CodeTextRouter(SimpleFileNodeParser):
+    """Code files to :class:`CodeSplitter`, everything else to sentence splitting
+    (LEANN's ``create_text_chunks`` idea); same arguments as :class:`SimpleFileNodeParser`."""
+
+    formats = ("code",)

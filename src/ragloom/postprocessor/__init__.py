@@ -1,0 +1,6 @@
+"""Node postprocessors: run on retrieved ``list[NodeWithScore]`` before synthesis."""
+
+from ragloom.postprocessor.metadata_replacement import MetadataReplacementPostProcessor
+from ragloom.postprocessor.types import BaseNodePostprocessor
+
+__all__ = ["BaseNodePostprocessor", "MetadataReplacementPostProcessor"]

@@ -1,0 +1,70 @@
+"""MarkdownNodeParser: CommonMark sections, header paths, exact offsets, budgets."""
+
+from invariants import assert_invariants
+
+from ragloom.node_parser import MarkdownNodeParser
+from ragloom.schema import Document, MetadataMode
+
+
+def _nodes(text, **kw):
+    kw.setdefault("tokenizer", "cl100k_base")
+    p = MarkdownNodeParser(**kw)
+    doc = Document(text=text, id_="md")
+    return assert_invariants(p, doc, tokenizer=p.tokenizer, chunk_size=p.chunk_size), doc
+
+
+def test_llamaindex_style_call():
+    p = MarkdownNodeParser()
+    nodes = p.get_nodes_from_documents([Document(text="# T\n\nhello\n\n## U\n\nworld\n", id_="x")])
+    assert [n.metadata["header_path"] for n in nodes] == [["T"], ["T", "U"]]
+    assert p(nodes[:0]) == []
+
+
+def test_hash_comment_in_backtick_and_tilde_fences_is_not_a_header():
+    text = "# Setup\n\n```bash\n# install it\npip install x\n```\n\n~~~\n# also a comment\n~~~\n\nafter\n"
+    nodes, _ = _nodes(text)
+    assert len(nodes) == 1
+    assert nodes[0].metadata["header_path"] == ["Setup"]
+    assert "# install it" in nodes[0].text and "# also a comment" in nodes[0].text
+
+
+def test_preamble_before_first_header_is_kept():
+    nodes, _ = _nodes("Some intro.\n\n# First\n\nbody\n")
+    assert nodes[0].text == "Some intro."
+    assert nodes[0].metadata["header_path"] == []
+    assert nodes[1].metadata["header_path"] == ["First"]
+
+
+def test_h1_then_two_h3_are_siblings():
+    nodes, _ = _nodes("# A\n\na\n\n### B\n\nb\n\n### C\n\nc\n")
+    assert [n.metadata["header_path"] for n in nodes] == [["A"], ["A", "B"], ["A", "C"]]
+    assert nodes[2].metadata["header_path_display"] == "A > C"
+
+
+def test_slash_in_title_is_unambiguous():
+    nodes, _ = _nodes("# a/b\n\nx\n\n## c\n\ny\n")
+    assert nodes[1].metadata["header_path"] == ["a/b", "c"]
+    # the list is hidden from embed/LLM views, the display string is visible
+    emb = nodes[1].get_content(MetadataMode.EMBED)
+    assert "header_path_display: a/b > c" in emb and "['a/b'" not in emb
+
+
+def test_tab_and_nbsp_inside_fence_byte_exact():
+    text = "# Code\n\n```python\ndef f():\n\treturn 1\u00a0 # nbsp\n```\n"
+    nodes, doc = _nodes(text)
+    assert "\treturn 1\u00a0 # nbsp" in nodes[0].text
+    assert doc.text[nodes[0].start_char_idx : nodes[0].end_char_idx] == nodes[0].text
+
+
+def test_oversized_section_is_split_within_budget():
+    body = "\n\n".join(f"Paragraph {i} has several words in it to take tokens." for i in range(60))
+    text = "# Big\n\n" + body + "\n\n```\n" + "\n".join(f"line {i}" for i in range(80)) + "\n```\n"
+    nodes, _ = _nodes(text, chunk_size=64)
+    assert len(nodes) > 5
+    assert all(n.metadata["header_path"] == ["Big"] for n in nodes)
+
+
+def test_setext_and_crlf_headers():
+    text = "Title\r\n=====\r\n\r\nbody\r\n\r\nSub\r\n---\r\n\r\nmore\r\n"
+    nodes, _ = _nodes(text)
+    assert [n.metadata["header_path"] for n in nodes] == [["Title"], ["Title", "Sub"]]
