@@ -6,7 +6,7 @@ import functools
 import re
 from typing import Any, Optional
 
-__all__ = ["markdown_title", "MARKDOWN_EXTS", "TITLE_KEY"]
+__all__ = ["markdown_title", "inline_plain_text", "MARKDOWN_EXTS", "TITLE_KEY"]
 
 MARKDOWN_EXTS = frozenset({".md", ".markdown", ".mdx", ".mkd"})
 #: Metadata key of a document's title (LlamaIndex's TitleExtractor uses the same name).
@@ -21,6 +21,19 @@ def _parser() -> Any:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark")
+
+
+def inline_plain_text(inline: Any) -> str:
+    """Plain text of a markdown-it ``inline`` token: text and code spans kept, inline HTML tags
+    dropped (their inner text is kept), line breaks as spaces, a trailing attribute list such as
+    ``{ #path-parameters }`` removed."""
+    parts = []
+    for child in inline.children or []:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return _ATTR_LIST_RE.sub("", "".join(parts)).strip()
 
 
 def markdown_title(text: str) -> Optional[str]:
@@ -40,11 +53,7 @@ def markdown_title(text: str) -> Optional[str]:
     for i, tok in enumerate(tokens):
         if tok.type != "heading_open" or i + 1 >= len(tokens):
             continue
-        inline = tokens[i + 1]
-        plain = "".join(
-            child.content for child in (inline.children or []) if child.type in ("text", "code_inline")
-        )
-        plain = _ATTR_LIST_RE.sub("", plain).strip()
+        plain = inline_plain_text(tokens[i + 1])
         if not plain:
             continue
         if tok.tag == "h1":

@@ -25,7 +25,6 @@ from ragloom.schema import (
     BaseNode,
     MetadataMode,
     NodeRelationship,
-    RelatedNodeInfo,
     TextNode,
 )
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import json as _json
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, CutLevel, FormatError, FormatNodeParser, Piece
 from ragloom.node_parser.interface import IdFuncCallable

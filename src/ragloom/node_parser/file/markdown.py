@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, CutLevel, FormatNodeParser, Piece, sentence_levels
 from ragloom.node_parser.interface import IdFuncCallable
+from ragloom.readers.markdown import inline_plain_text
 from ragloom.schema import BaseNode
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ HEADER_PATH_KEY = "header_path"
 HEADER_PATH_DISPLAY_KEY = "header_path_display"
 DISPLAY_SEP = " > "
 _NEWLINE = re.compile(r"\r\n?|\n")  # markdown-it's line breaks (it normalises \r\n and \r)
-_ATTR_LIST_RE = re.compile(r"\s*\{[^{}]*\}\s*$")
 _BLOCK_OPEN = re.compile(r"^(?:.*_open|fence|code_block|html_block|hr)$")
 
 
@@ -67,13 +67,7 @@ def _line_starts(text: str) -> List[int]:
 
 
 def _title(inline: Any) -> str:
-    parts: List[str] = []
-    for child in inline.children or []:
-        if child.type in ("text", "code_inline", "html_inline"):
-            parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-    return _ATTR_LIST_RE.sub("", "".join(parts)).strip()
+    return inline_plain_text(inline)
 
 
 def markdown_sections(text: str) -> Tuple[List[Tuple[int, int, List[str]]], List[int], List[int]]:
