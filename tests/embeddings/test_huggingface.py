@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from ragloom.embeddings import HuggingFaceEmbedding, resolve_embed_model
 from ragloom.errors import ModelNotAvailableError
@@ -79,3 +80,27 @@ def test_as_transformation_embeds_embed_view_of_nodes(model):
     assert out[1].embedding == [0.0] * 384
     expected = model.get_text_embedding(node.get_content(MetadataMode.EMBED))
     assert np.allclose(out[0].embedding, expected, atol=1e-5)
+
+
+def test_max_length_of_one_instance_does_not_leak_into_another(model):
+    short = HuggingFaceEmbedding(max_length=16, embed_batch_size=4)
+    assert short.model is model.model  # one loaded model ...
+    long_text = "tea " * 40
+    v_short = short.get_text_embedding(long_text)
+    v_full = model.get_text_embedding(long_text)
+    assert model.max_length == 256 and short.max_length == 16  # ... but each keeps its own window
+    assert not np.allclose(v_short, v_full, atol=1e-3)
+    assert np.allclose(model.get_text_embedding(long_text), v_full, atol=1e-6)
+
+
+def test_cache_identity_needs_no_model_load():
+    emb = HuggingFaceEmbedding(device="cpu", model_name="all-MiniLM-L6-v2")
+    ident = emb.cache_identity()
+    assert emb._model is None  # dimension read from the model folder
+    assert ident["dimension"] == 384 and ident["max_length"] == 256
+    assert "query_instruction" not in ident and ident["text_instruction"] is None
+
+
+def test_fp16_on_cuda_only():
+    emb = HuggingFaceEmbedding(device="cpu")
+    assert next(emb.model.parameters()).dtype == torch.float32

@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from fake_server import DIM, Fault, FakeEmbeddingServer, fake_vector
+from fake_server import DIM, FakeEmbeddingServer, Fault, fake_vector
 
 from ragloom.embeddings import EmbeddingProviderError
 from ragloom.embeddings.gemini import GeminiEmbedding

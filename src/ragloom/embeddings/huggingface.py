@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ragloom.embeddings.base import DEFAULT_EMBED_BATCH_SIZE, BaseEmbedding
+from ragloom.embeddings.base import BaseEmbedding
 from ragloom.errors import ModelNotAvailableError
 
 logger = logging.getLogger(__name__)
@@ -30,6 +30,8 @@ _BUNDLED_ALIASES = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"
 
 _MODEL_CACHE: Dict[Tuple[str, str, str], Any] = {}
 _MODEL_LOCK = threading.Lock()
+#: ``max_seq_length`` of each cached model as loaded (instances may set their own per call).
+_MODEL_MAX_LENGTH: Dict[Tuple[str, str, str], int] = {}
 
 
 def bundled_model_path() -> Path:
@@ -70,6 +72,21 @@ def resolve_model_path(model_name: str, cache_folder: Optional[str] = None) -> P
         ) from exc
 
 
+_COUNT_POOL: Any = None
+
+
+def _count_pool() -> Any:
+    """One background thread per process for truncation counting."""
+    global _COUNT_POOL
+    if _COUNT_POOL is None:
+        with _MODEL_LOCK:
+            if _COUNT_POOL is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _COUNT_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragloom-truncation-count")
+    return _COUNT_POOL
+
+
 def _quiet_transformers() -> None:
     """Library code never prints: hide transformers' weight-loading progress bar."""
     try:
@@ -78,6 +95,40 @@ def _quiet_transformers() -> None:
         hf_logging.disable_progress_bar()
     except Exception:  # pragma: no cover - optional nicety
         pass
+
+
+#: Batch size on CPU: larger batches do not speed a CPU forward pass up, they only pad more.
+CPU_BATCH_SIZE = 32
+#: Batch size on Apple MPS.
+MPS_BATCH_SIZE = 64
+#: Largest batch size on CUDA; the free memory may cap it lower (see :func:`cuda_batch_cap`).
+CUDA_MAX_BATCH_SIZE = 512
+#: Fraction of the free CUDA memory a batch's activations may use.
+CUDA_MEMORY_FRACTION = 0.5
+
+
+def activation_bytes_per_token(hidden_size: int, num_heads: int, seq_len: int, dtype_bytes: int) -> int:
+    """Peak activation memory per input token of a BERT-style encoder at inference.
+
+    Without gradients only one layer's activations are live at a time: the hidden
+    state, Q/K/V and the attention output (about ``4 * hidden``), the feed-forward
+    intermediate (``4 * hidden``) plus slack for temporaries and the allocator
+    (``8 * hidden``), i.e. ``16 * hidden`` values, and the attention scores and their
+    softmax, ``2 * heads * seq_len`` values.  Each value takes ``dtype_bytes``.
+    An over-estimate on purpose: out-of-memory back-off handles the rest.
+    """
+    return int(dtype_bytes * (16 * hidden_size + 2 * num_heads * seq_len))
+
+
+def cuda_batch_cap(free_bytes: int, hidden_size: int, num_heads: int, seq_len: int, dtype_bytes: int = 2) -> int:
+    """Largest batch (power of two, ``1..CUDA_MAX_BATCH_SIZE``) whose activations fit in
+    ``CUDA_MEMORY_FRACTION`` of ``free_bytes`` when every input is ``seq_len`` tokens long."""
+    per_text = activation_bytes_per_token(hidden_size, num_heads, seq_len, dtype_bytes) * seq_len
+    fit = int(free_bytes * CUDA_MEMORY_FRACTION // max(1, per_text))
+    size = 1
+    while size * 2 <= min(fit, CUDA_MAX_BATCH_SIZE):
+        size *= 2
+    return size
 
 
 def _auto_device() -> str:
@@ -102,7 +153,11 @@ class HuggingFaceEmbedding(BaseEmbedding):
         normalize: L2-normalise vectors (cosine similarity = dot product).
         query_instruction / text_instruction: prefixes applied exactly once to queries /
             documents (e.g. ``"query: "`` for E5 models).
-        embed_batch_size: texts per forward pass.
+        embed_batch_size: texts per forward pass; ``None`` (default) picks one for the
+            device: 32 on CPU, 64 on MPS, on CUDA up to 512 capped by free memory
+            (:func:`cuda_batch_cap`).  Out-of-memory errors halve it and retry (kept
+            smaller for the rest of the run; see :class:`~ragloom.embeddings.base.BaseEmbedding`).
+        embed_cache: optional persistent cache (path or ``EmbeddingCache``).
         device: ``"cpu"``, ``"cuda"``, ``"mps"``; ``None`` picks the best available.
         cache_folder: Hugging Face cache to look in (never downloaded into).
 
@@ -118,12 +173,13 @@ class HuggingFaceEmbedding(BaseEmbedding):
         normalize: bool = True,
         query_instruction: Optional[str] = None,
         text_instruction: Optional[str] = None,
-        embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
+        embed_batch_size: Optional[int] = None,
         device: Optional[str] = None,
         cache_folder: Optional[str] = None,
+        embed_cache: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model_name=model_name, embed_batch_size=embed_batch_size)
+        super().__init__(model_name=model_name, embed_batch_size=1 if embed_batch_size is None else embed_batch_size, embed_cache=embed_cache)
         if max_length is not None and (not isinstance(max_length, int) or max_length < 8):
             raise ValueError(f"max_length must be an int >= 8 tokens, got {max_length!r}")
         self._path = resolve_model_path(model_name, cache_folder)
@@ -134,7 +190,58 @@ class HuggingFaceEmbedding(BaseEmbedding):
         self._device = device
         self._model: Any = None
         self._tokenizer: Any = None
+        self._native_max_length: Optional[int] = None
         self.truncated_count = 0
+        if embed_batch_size is None:
+            self.embed_batch_size = self.default_batch_size()
+            logger.info("embedding batch size %d on %s", self.embed_batch_size, self.device)
+
+    adaptive_batch = True
+
+    def _config(self) -> Dict[str, Any]:
+        import json
+
+        cfg = self._path / "config.json"
+        try:
+            return json.loads(cfg.read_text()) if cfg.exists() else {}
+        except ValueError:  # pragma: no cover - a broken config
+            return {}
+
+    def default_batch_size(self) -> int:
+        """The device's default batch size (on CUDA capped by the free memory now)."""
+        device = self.device
+        if device.startswith("cuda"):
+            import torch
+
+            cfg = self._config()
+            try:
+                free, _total = torch.cuda.mem_get_info(torch.device(device))
+            except Exception:  # pragma: no cover - a driver without the call
+                return CPU_BATCH_SIZE * 2
+            return cuda_batch_cap(
+                int(free),
+                int(cfg.get("hidden_size", 1024)),
+                int(cfg.get("num_attention_heads", 16)),
+                int(self.max_length),
+                dtype_bytes=2,
+            )
+        if device.startswith("mps"):
+            return MPS_BATCH_SIZE
+        return CPU_BATCH_SIZE
+
+    def _release_memory(self) -> None:
+        import gc
+
+        gc.collect()
+        try:
+            import torch
+
+            if self.device.startswith("cuda") and torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            elif self.device.startswith("mps") and hasattr(torch, "mps"):
+                torch.mps.empty_cache()
+        except Exception:  # pragma: no cover - best effort
+            pass
 
     # -- lazy model --------------------------------------------------------------
     @property
@@ -162,8 +269,8 @@ class HuggingFaceEmbedding(BaseEmbedding):
                     if precision == "fp16":
                         model.half()
                     _MODEL_CACHE[key] = model
-            if self._max_length is not None:
-                model.max_seq_length = self._max_length
+                    _MODEL_MAX_LENGTH[key] = int(model.max_seq_length)
+                self._native_max_length = _MODEL_MAX_LENGTH[key]
             self._model = model
         return self._model
 
@@ -172,8 +279,8 @@ class HuggingFaceEmbedding(BaseEmbedding):
         """Tokens per input including special tokens."""
         if self._max_length is not None:
             return self._max_length
-        if self._model is not None:
-            return int(self._model.max_seq_length)
+        if self._native_max_length is not None:
+            return self._native_max_length
         cfg = self._path / "sentence_bert_config.json"
         if cfg.exists():
             import json
@@ -201,9 +308,40 @@ class HuggingFaceEmbedding(BaseEmbedding):
 
     @property
     def dimension(self) -> int:
+        if self._model is None:
+            dim = self._dimension_from_files()
+            if dim is not None:
+                return dim
         model = self.model
         get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(get_dim())
+
+    def _dimension_from_files(self) -> Optional[int]:
+        """The vector length read from the model folder (no load), when it is plain Transformer+Pooling."""
+        import json
+
+        try:
+            modules = json.loads((self._path / "modules.json").read_text())
+            kinds = {str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules}
+            if not kinds <= {"Transformer", "Pooling", "Normalize"}:
+                return None
+            for m in modules:
+                if str(m.get("type", "")).endswith("Pooling"):
+                    pool = json.loads((self._path / m["path"] / "config.json").read_text())
+                    return int(pool["word_embedding_dimension"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return None
+
+    def cache_identity(self) -> Dict[str, Any]:
+        """Model, dimension, normalisation, document instruction and truncation length.
+
+        Device and precision are left out on purpose: fp16-on-GPU and fp32-on-CPU vectors
+        of the same model agree to about 1e-3, and sharing them is the point of the cache.
+        """
+        ident = super().cache_identity()
+        ident["max_length"] = self.max_length
+        return ident
 
     def identity(self) -> Dict[str, Any]:
         return {
@@ -221,22 +359,40 @@ class HuggingFaceEmbedding(BaseEmbedding):
         if tok is None:
             return
         limit = self.max_text_tokens
-        over = sum(1 for c in tok.count_batch(texts) if c > limit)
+        # a token covers at least one character, so texts of <= limit characters cannot be over
+        long = [t for t in texts if len(t) > limit]
+        if not long:
+            return
+        over = sum(1 for c in tok.count_batch(long) if c > limit)
         if over:
+            first = self.truncated_count == 0
             self.truncated_count += over
-            logger.warning("%d of %d inputs exceed %d tokens and were truncated by %s", over, len(texts), limit, self.model_name)
+            logger.log(
+                logging.WARNING if first else logging.INFO,
+                "%d of %d inputs exceed %d tokens and were truncated by %s (%d so far; see truncated_count)",
+                over, len(texts), limit, self.model_name, self.truncated_count,
+            )
 
     def _encode(self, texts: List[str], prefix: Optional[str]) -> np.ndarray:
         if prefix:
             texts = [prefix + t for t in texts]
-        self._count_truncated(texts)
-        vecs = self.model.encode(
-            texts,
-            batch_size=self.embed_batch_size,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        model = self.model
+        if model.max_seq_length != self.max_length:  # the model object is shared by instances
+            model.max_seq_length = self.max_length
+        # Counting truncated inputs tokenizes the texts a second time; it runs on another
+        # thread (the Rust tokenizer releases the GIL) while the model encodes, so on a GPU,
+        # where tokenization is a large share of the time, it costs no wall time.
+        counting = _count_pool().submit(self._count_truncated, texts)
+        try:
+            vecs = model.encode(
+                texts,
+                batch_size=self.embed_batch_size,
+                normalize_embeddings=self.normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        finally:
+            counting.result()
         return np.asarray(vecs, dtype=np.float32)
 
     def _get_text_embeddings(self, texts: List[str]) -> np.ndarray:

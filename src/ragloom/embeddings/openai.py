@@ -17,7 +17,12 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from ragloom.embeddings.http import BadResponse, EmbeddingProviderError, RemoteEmbedding, check_vectors
+from ragloom.embeddings.http import (
+    BadResponse,
+    EmbeddingProviderError,
+    RemoteEmbedding,
+    check_vectors,
+)
 
 logger = logging.getLogger(__name__)
 
