@@ -70,7 +70,8 @@ def load_chinese(limit: int, doc_chars: int = 100_000) -> list[str]:
 
 
 def runners(enc):
-    from ragloom.node_parser import SentenceSplitter as RSentence, TokenTextSplitter as RToken
+    from ragloom.node_parser import SentenceSplitter as RSentence
+    from ragloom.node_parser import TokenTextSplitter as RToken
     from ragloom.schema import Document as RDoc
 
     r_sent = RSentence(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer="cl100k_base")
@@ -86,7 +87,8 @@ def runners(enc):
     out = {"ragloom SentenceSplitter": ragloom(r_sent), "ragloom TokenTextSplitter": ragloom(r_tok)}
 
     from llama_index.core import Document as LDoc
-    from llama_index.core.node_parser import SentenceSplitter as LSentence, TokenTextSplitter as LToken
+    from llama_index.core.node_parser import SentenceSplitter as LSentence
+    from llama_index.core.node_parser import TokenTextSplitter as LToken
 
     l_sent = LSentence(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer=enc.encode)
     l_tok = LToken(chunk_size=CHUNK, chunk_overlap=OVERLAP, tokenizer=enc.encode)
@@ -100,7 +102,8 @@ def runners(enc):
     out["llama-index SentenceSplitter"] = llama(l_sent)
     out["llama-index TokenTextSplitter"] = llama(l_tok)
 
-    from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter as LCToken
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from langchain_text_splitters import TokenTextSplitter as LCToken
 
     lc_tok = LCToken(encoding_name="cl100k_base", chunk_size=CHUNK, chunk_overlap=OVERLAP)
     lc_rec = RecursiveCharacterTextSplitter.from_tiktoken_encoder(
@@ -190,12 +193,14 @@ def load_files(root: Path, exts: tuple) -> list[str]:
 
 def format_runners(enc):
     import tree_sitter
+    from llama_index.core import Document as LDoc
+    from llama_index.core.node_parser import CodeSplitter as LCode
+    from llama_index.core.node_parser import MarkdownNodeParser as LMd
 
-    from ragloom.node_parser import CodeSplitter as RCode, MarkdownNodeParser as RMd
+    from ragloom.node_parser import CodeSplitter as RCode
+    from ragloom.node_parser import MarkdownNodeParser as RMd
     from ragloom.node_parser.code.languages import get_language
     from ragloom.schema import Document as RDoc
-    from llama_index.core import Document as LDoc
-    from llama_index.core.node_parser import CodeSplitter as LCode, MarkdownNodeParser as LMd
 
     def rag(parser):
         return lambda texts: [n.text for n in parser([RDoc(text=t, id_=f"d{i}") for i, t in enumerate(texts)])]

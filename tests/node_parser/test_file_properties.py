@@ -7,7 +7,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import assert_invariants
 
-from ragloom.node_parser import CodeSplitter, HTMLNodeParser, JSONNodeParser, MarkdownNodeParser
+from ragloom.node_parser import (
+    CodeSplitter,
+    HTMLNodeParser,
+    JSONNodeParser,
+    MarkdownNodeParser,
+)
 from ragloom.node_parser.file.html import html_text
 from ragloom.schema import Document
 from ragloom.tokenizers import get_tokenizer

@@ -8,7 +8,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, file_path_str, make_document
-from ragloom.readers.encoding import BinaryContentError, decode_bytes, looks_binary_head, normalize_newlines
+from ragloom.readers.encoding import (
+    BinaryContentError,
+    decode_bytes,
+    looks_binary_head,
+    normalize_newlines,
+)
 from ragloom.readers.markdown import MARKDOWN_EXTS, TITLE_KEY, markdown_title
 from ragloom.schema import Document
 

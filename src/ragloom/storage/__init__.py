@@ -9,8 +9,17 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ragloom.storage.docstore import BaseDocumentStore, RefDocInfo, SimpleDocumentStore, SQLiteDocumentStore
-from ragloom.storage.index_store import BaseIndexStore, SimpleIndexStore, SQLiteIndexStore
+from ragloom.storage.docstore import (
+    BaseDocumentStore,
+    RefDocInfo,
+    SimpleDocumentStore,
+    SQLiteDocumentStore,
+)
+from ragloom.storage.index_store import (
+    BaseIndexStore,
+    SimpleIndexStore,
+    SQLiteIndexStore,
+)
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
 from ragloom.storage.storage_context import StorageContext
 

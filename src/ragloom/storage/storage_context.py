@@ -86,7 +86,9 @@ class StorageContext:
         if vector_store is not None:
             stores[DEFAULT_VECTOR_STORE] = vector_store
         if DEFAULT_VECTOR_STORE not in stores:
-            from ragloom.vector_stores.sqlite import SQLiteVectorStore  # here: vector_stores imports storage
+            from ragloom.vector_stores.sqlite import (
+                SQLiteVectorStore,  # here: vector_stores imports storage
+            )
 
             stores[DEFAULT_VECTOR_STORE] = SQLiteVectorStore(database)
         return cls(

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from typing import (
+    Any,
+    Callable,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    runtime_checkable,
+)
 
 __all__ = ["Tokenizer", "CallableTokenizer"]
 

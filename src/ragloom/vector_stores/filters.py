@@ -10,7 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any, List, Mapping, Tuple
 
-from ragloom.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+from ragloom.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 __all__ = ["filters_to_sql", "metadata_matches"]
 

@@ -34,7 +34,11 @@ import bisect
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ragloom.node_parser.code.languages import LanguageUnavailable, canonical_language, get_parser
+from ragloom.node_parser.code.languages import (
+    LanguageUnavailable,
+    canonical_language,
+    get_parser,
+)
 from ragloom.node_parser.file.base import FormatNodeParser, Piece
 from ragloom.node_parser.interface import IdFuncCallable
 from ragloom.schema import BaseNode

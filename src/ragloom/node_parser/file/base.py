@@ -59,7 +59,12 @@ def sentence_levels(paragraph_separator: str = "\n\n") -> list:
     regex > clause > line > word), with ``paragraph_separator`` as the paragraph level."""
     levels = _LEVELS_CACHE.get(paragraph_separator)
     if levels is None:
-        from ragloom.node_parser.text.boundaries import CJK_CLAUSE_LEVEL, RegexLevel, SentenceLevel, SeparatorLevel
+        from ragloom.node_parser.text.boundaries import (
+            CJK_CLAUSE_LEVEL,
+            RegexLevel,
+            SentenceLevel,
+            SeparatorLevel,
+        )
         from ragloom.node_parser.text.sentence import CHUNKING_REGEX
 
         levels = [SeparatorLevel(paragraph_separator, "paragraph")] if paragraph_separator else []
@@ -203,7 +208,11 @@ class FormatNodeParser(NodeParser):
 
     def _pack(self, text: str, levels: Sequence[Any], wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
         """Token-budgeted, whitespace-stripped spans of ``text`` (the span engine)."""
-        from ragloom.node_parser.text.engine import ExactCounter, make_sizers, pack_spans
+        from ragloom.node_parser.text.engine import (
+            ExactCounter,
+            make_sizers,
+            pack_spans,
+        )
 
         if not text or text.isspace():
             return []

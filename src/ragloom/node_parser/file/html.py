@@ -30,7 +30,13 @@ import logging
 from html.parser import HTMLParser
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, FormatError, FormatNodeParser, Piece, sentence_levels
+from ragloom.node_parser.file.base import (
+    DEFAULT_CHUNK_SIZE,
+    FormatError,
+    FormatNodeParser,
+    Piece,
+    sentence_levels,
+)
 from ragloom.node_parser.interface import IdFuncCallable
 from ragloom.schema import BaseNode
 

@@ -22,7 +22,13 @@ import json as _json
 import re
 from typing import Any, List, Optional, Tuple
 
-from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, CutLevel, FormatError, FormatNodeParser, Piece
+from ragloom.node_parser.file.base import (
+    DEFAULT_CHUNK_SIZE,
+    CutLevel,
+    FormatError,
+    FormatNodeParser,
+    Piece,
+)
 from ragloom.node_parser.interface import IdFuncCallable
 from ragloom.schema import BaseNode
 

@@ -29,7 +29,13 @@ import logging
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ragloom.node_parser.file.base import DEFAULT_CHUNK_SIZE, CutLevel, FormatNodeParser, Piece, sentence_levels
+from ragloom.node_parser.file.base import (
+    DEFAULT_CHUNK_SIZE,
+    CutLevel,
+    FormatNodeParser,
+    Piece,
+    sentence_levels,
+)
 from ragloom.node_parser.interface import IdFuncCallable
 from ragloom.readers.markdown import inline_plain_text
 from ragloom.schema import BaseNode
