@@ -95,9 +95,10 @@ def main() -> None:
     # 5. real OOM recovery
     reference = emb.get_text_embedding_batch_array(texts[:2048])
     free, total = torch.cuda.mem_get_info()
-    used = torch.cuda.memory_allocated()
-    # allow the model plus ~64 MiB of activations: a batch of 2048 x 256 tokens cannot fit
-    fraction = min(0.99, (used + 64 * 2**20) / total)
+    used = torch.cuda.memory_reserved()
+    # allow what is held now plus 1 GiB for activations: a batch of 2048 texts of up to 256
+    # tokens needs ~12 GiB, a batch of 64 well under 1 GiB
+    fraction = min(0.99, (used + 2**30) / total)
     torch.cuda.empty_cache()
     torch.cuda.set_per_process_memory_fraction(fraction)
     oom = HuggingFaceEmbedding(model_name=args.model, embed_batch_size=2048)
