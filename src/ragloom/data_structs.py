@@ -37,6 +37,9 @@ class IndexDict(IndexStruct, kw_only=True, tag="vector_store"):
 
     nodes_dict: Dict[str, str] = {}
     embed_model: Dict[str, object] = {}
+    #: configuration of the node parser that made the stored nodes (set by ``ragloom index``,
+    #: which re-chunks every document when it changes)
+    node_parser: Dict[str, object] = {}
 
     def add_node(self, node_id: str, text_id: Optional[str] = None) -> str:
         vector_id = text_id or node_id

@@ -192,11 +192,20 @@ def test_docx_corrupt(tmp_path: Path) -> None:
         DocxReader().load_data(f)
 
 
-@pytest.mark.parametrize("name", ["CantinaBand3.wav", "fake.doc", "simple.zip", "img/example.jpg", "stanley-cups.xlsx"])
+@pytest.mark.parametrize("name", ["CantinaBand3.wav", "img/example.jpg"])
 def test_binary_skipped(ex: Path, name: str) -> None:
     r = SimpleDirectoryReader(input_files=[ex / name])
     assert r.load_data() == []
     assert r.report.skipped[0].reason == "binary file"
+
+
+@pytest.mark.parametrize(
+    "name, kind", [("fake.doc", "Word 97-2003"), ("simple.zip", "ZIP archive"), ("stanley-cups.xlsx", "Excel")]
+)
+def test_known_binary_formats_are_reported_as_unsupported(ex: Path, name: str, kind: str) -> None:
+    r = SimpleDirectoryReader(input_files=[ex / name])
+    assert r.load_data() == []
+    assert r.report.skipped[0].reason.startswith(f"unsupported format ({kind};")
 
 
 @pytest.mark.parametrize("name", ["empty.txt", "fake-text-all-whitespace.txt", "eml/empty.eml"])

