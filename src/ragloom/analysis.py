@@ -21,7 +21,7 @@ import functools
 import re
 from typing import List
 
-__all__ = ["analyze", "analyze_to_string", "ENGLISH_STOPWORDS"]
+__all__ = ["analyze", "analyze_to_string", "is_mostly_cjk", "ENGLISH_STOPWORDS"]
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+", re.UNICODE)
@@ -71,3 +71,16 @@ def analyze(text: str) -> List[str]:
 def analyze_to_string(text: str) -> str:
     """:func:`analyze` joined by single spaces (what a whitespace full-text index stores)."""
     return " ".join(analyze(text))
+
+
+def is_mostly_cjk(text: str) -> bool:
+    """``True`` when ``text`` has more CJK characters than other words (a Latin/digit word
+    counts like one CJK character), e.g. ``Adobe OnLocation的适用范围是什么？`` is CJK."""
+    cjk = words = 0
+    for match in _TOKEN_RE.finditer(text):
+        tok = match.group()
+        if _CJK_RUN_RE.match(tok):
+            cjk += len(tok)
+        else:
+            words += 1
+    return cjk > words

@@ -107,3 +107,17 @@ def test_default_retrieval_is_hybrid_and_finds_chinese(example_docs):
     assert _sources(keyword.retrieve("gyokuro")) == ["brewing_green_tea.md"]
     with pytest.raises(ValueError, match="vector_store_query_mode"):
         index.as_retriever(vector_store_query_mode="nonsense")
+
+
+def test_chinese_query_with_english_only_model_skips_the_dense_side(example_docs):
+    index = VectorStoreIndex.from_documents(example_docs)
+    calls = []
+    original = index.embed_model.get_query_embedding
+    index.embed_model.get_query_embedding = lambda q: calls.append(q) or original(q)
+    try:
+        top = index.as_retriever(similarity_top_k=1).retrieve("大熊猫每天吃多少竹子")
+        assert _sources(top) == ["大熊猫.md"] and calls == []
+        index.as_retriever(similarity_top_k=1).retrieve("green tea")
+        assert calls == ["green tea"]
+    finally:
+        del index.embed_model.get_query_embedding

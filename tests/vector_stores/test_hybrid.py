@@ -116,3 +116,31 @@ def test_keyword_index_is_backfilled_for_databases_written_without_it(tmp_path, 
     reopened = SQLiteVectorStore.from_persist_dir(str(path))
     res = reopened.query(VectorStoreQuery(query_str="诸葛亮", similarity_top_k=1, mode="text_search"))
     assert res.ids == ["sanguo"]
+
+
+def test_alpha_zero_is_keyword_order_and_needs_no_embedding(store):
+    res = store.query(VectorStoreQuery(query_str="诸葛亮借箭", similarity_top_k=3, mode="hybrid", alpha=0.0))
+    bm25 = store.query(VectorStoreQuery(query_str="诸葛亮借箭", similarity_top_k=3, mode="text_search"))
+    assert res.ids == bm25.ids
+
+
+def test_alpha_one_is_dense_order(store):
+    q = _node("fastapi").embedding
+    res = store.query(VectorStoreQuery(query_embedding=q, query_str="孙悟空", similarity_top_k=3, mode="hybrid", alpha=1.0))
+    dense = store.query(VectorStoreQuery(query_embedding=q, similarity_top_k=3))
+    assert res.ids == dense.ids
+
+
+def test_alpha_out_of_range(store):
+    with pytest.raises(ValueError, match="alpha"):
+        store.query(VectorStoreQuery(query_embedding=_node("tea").embedding, query_str="tea", similarity_top_k=1,
+                                     mode="hybrid", alpha=1.5))
+
+
+def test_is_mostly_cjk():
+    from ragloom.analysis import is_mostly_cjk
+
+    assert is_mostly_cjk("孙悟空的师父是谁")
+    assert is_mostly_cjk("Adobe OnLocation的适用范围是什么？")
+    assert not is_mostly_cjk("How do I declare a path parameter?")
+    assert not is_mostly_cjk("")

@@ -69,6 +69,9 @@ class BaseEmbedding(TransformComponent):
     model_name: str = "unknown"
     #: Local models set this: out-of-memory errors halve the batch size and retry.
     adaptive_batch: bool = False
+    #: Whether the model embeds non-English text (Chinese in particular) meaningfully.  Hybrid
+    #: retrieval leans on keyword search alone for mostly-CJK queries when it is ``False``.
+    multilingual: bool = False
 
     def __init__(
         self,

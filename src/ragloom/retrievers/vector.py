@@ -16,9 +16,12 @@ class VectorIndexRetriever(BaseRetriever):
 
     By default the search is *hybrid* when the vector store supports it (the default
     SQLite store does): dense cosine similarity fused with BM25 keyword search over
-    CJK-aware tokens by reciprocal rank fusion.  Dense-only models are weak on exact
-    terms and on Chinese (all-MiniLM-L6-v2 is English-only); the keyword side covers
-    both.  Pass ``vector_store_query_mode="default"`` for dense-only search, as in
+    CJK-aware tokens (distribution-based score fusion, dense weight ``alpha``).  Dense-only
+    models are weak on exact terms and on Chinese (all-MiniLM-L6-v2 is English-only); the
+    keyword side covers both.  When ``alpha`` is not given it is chosen per query: 0.5, or 0
+    (keyword only, no query embedding) for a mostly-CJK query when the embed model is not
+    multilingual — measured on CMRC2018, any dense weight from an English-only model lowers
+    nDCG@10 below BM25's 0.980 (``benchmarks/retrieval_quality.py``).  Pass ``vector_store_query_mode="default"`` for dense-only search, as in
     LlamaIndex, or ``"text_search"`` for BM25 only.
 
     Args:
@@ -61,6 +64,8 @@ class VectorIndexRetriever(BaseRetriever):
         except ValueError:
             allowed = ", ".join(m.value for m in VectorStoreQueryMode)
             raise ValueError(f"vector_store_query_mode must be one of {allowed}, got {vector_store_query_mode!r}") from None
+        if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
         self.alpha = alpha
         self.sparse_top_k = sparse_top_k
         self.hybrid_top_k = hybrid_top_k
@@ -69,7 +74,15 @@ class VectorIndexRetriever(BaseRetriever):
         from ragloom.vector_stores.types import VectorStoreQuery
 
         index = self._index
-        needs_embedding = self.vector_store_query_mode.value != "text_search"
+        mode = self.vector_store_query_mode.value
+        alpha = self.alpha
+        if alpha is None and mode == "hybrid":
+            from ragloom.analysis import is_mostly_cjk
+            from ragloom.vector_stores.sqlite import DEFAULT_HYBRID_ALPHA
+
+            multilingual = bool(getattr(index.embed_model, "multilingual", False))
+            alpha = 0.0 if (not multilingual and is_mostly_cjk(query_bundle.query_str)) else DEFAULT_HYBRID_ALPHA
+        needs_embedding = mode != "text_search" and not (mode == "hybrid" and alpha == 0.0)
         if needs_embedding and query_bundle.embedding is None:
             strs = query_bundle.embedding_strs
             if len(strs) == 1:
@@ -84,7 +97,7 @@ class VectorIndexRetriever(BaseRetriever):
             query_str=query_bundle.query_str,
             filters=self.filters,
             mode=self.vector_store_query_mode,
-            alpha=self.alpha,
+            alpha=alpha,
             sparse_top_k=self.sparse_top_k,
             hybrid_top_k=self.hybrid_top_k,
         )

@@ -17,8 +17,11 @@ ragloom database (see :mod:`ragloom.storage.sqlite`):
   It is written in the same transaction as the vectors.
 
 Query modes: ``default`` (dense cosine), ``text_search`` (BM25 only) and ``hybrid``
-(both, fused by reciprocal rank fusion — Cormack, Clarke & Büttcher, SIGIR 2009,
-``score = Σ 1 / (60 + rank)``).
+(both, fused by *distribution-based score fusion* — LlamaIndex's ``dist_based_score``, after
+Mazzeschi's "Distribution-Based Score Fusion": each list's scores are mapped onto [0, 1] by
+its mean ± 3 standard deviations, then summed with weights ``alpha`` (dense) and
+``1 - alpha`` (keyword)).  Chosen by ``benchmarks/retrieval_quality.py``: on SciFact it scores
+0.733 nDCG@10 against 0.649 dense, 0.690 BM25 and 0.710 for reciprocal rank fusion.
 
 Queries are exact (brute force inside sqlite-vec).  Filters (metadata,
 ``doc_ids``, ``node_ids``) are compiled to SQL over the nodes table and handed
@@ -62,6 +65,9 @@ _VEC0_MAX_K = 4096
 _BATCH = 2000
 #: Reciprocal rank fusion constant (Cormack et al. 2009).
 RRF_K = 60
+#: Weight of the dense side in hybrid queries when ``VectorStoreQuery.alpha`` is None
+#: (LlamaIndex's meaning: 1 = dense only, 0 = keyword only).
+DEFAULT_HYBRID_ALPHA = 0.5
 
 
 class SQLiteVectorStore(BasePydanticVectorStore):
@@ -354,15 +360,17 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
         - ``default``: cosine similarity to ``query.query_embedding`` (scores in [-1, 1]);
         - ``text_search``: BM25 over ``query.query_str`` (scores: FTS5 bm25, higher is better);
-        - ``hybrid``: both, fused by reciprocal rank fusion over the top
-          ``hybrid_top_k`` (default ``max(4k, 50)``) dense and ``sparse_top_k``
-          (default the same) keyword candidates; scores are RRF sums.
+        - ``hybrid``: both, fused by distribution-based score fusion with weight
+          ``query.alpha`` on the dense side (default 0.5; 0 skips the dense search and needs no
+          embedding, 1 skips the keyword search) over the top ``hybrid_top_k`` (default
+          ``max(4k, 50)``) dense and ``sparse_top_k`` (default the same) keyword candidates;
+          scores are fused scores, about [0, 1].
 
         Filters, ``doc_ids`` and ``node_ids`` restrict every mode.
 
         Raises:
             ValueError: an unsupported mode, a missing embedding/query string for the mode,
-                or a query embedding of the wrong dimension.
+                ``alpha`` outside [0, 1], or a query embedding of the wrong dimension.
         """
         mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
         supported = (VectorStoreQueryMode.DEFAULT.value, VectorStoreQueryMode.HYBRID.value, VectorStoreQueryMode.TEXT_SEARCH.value)
@@ -381,10 +389,13 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         else:
             if query.query_str is None:
                 raise ValueError("VectorStoreQuery.query_str is required for the 'hybrid' mode")
+            alpha = DEFAULT_HYBRID_ALPHA if query.alpha is None else float(query.alpha)
+            if not 0.0 <= alpha <= 1.0:
+                raise ValueError(f"VectorStoreQuery.alpha must be in [0, 1], got {query.alpha!r}")
             pool = max(4 * k, 50)
-            dense = self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params)
-            sparse = self._sparse(query.query_str, int(query.sparse_top_k or pool), where, params)
-            rows = _rrf_fuse([dense, sparse], k)
+            dense = self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params) if alpha > 0 else []
+            sparse = self._sparse(query.query_str, int(query.sparse_top_k or pool), where, params) if alpha < 1 else []
+            rows = dist_based_fuse([(alpha, dense), (1.0 - alpha, sparse)], k)
         ids = [r[0] for r in rows]
         nodes = [node_from_json(r[1]) for r in rows]
         sims = [float(r[2]) for r in rows]
@@ -445,6 +456,34 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 def _keyword_text(node: BaseNode) -> str:
     """What the keyword index sees of a node: its embed-visible content, analysed."""
     return analyze_to_string(node.get_content(MetadataMode.EMBED))
+
+
+def _dist_normalise(ranking: List[Tuple[str, str, float]]) -> Dict[str, float]:
+    """``dist_based_score`` normalisation: map scores by the list's mean ± 3·std onto [0, 1]."""
+    if not ranking:
+        return {}
+    s = np.array([r[2] for r in ranking], dtype=np.float64)
+    mean, std = float(s.mean()), float(s.std())
+    if std == 0.0:
+        return {r[0]: 1.0 for r in ranking}
+    low = mean - 3.0 * std
+    return {r[0]: (r[2] - low) / (6.0 * std) for r in ranking}
+
+
+def dist_based_fuse(weighted: List[Tuple[float, List[Tuple[str, str, float]]]], k: int) -> List[Tuple[str, str, float]]:
+    """Distribution-based score fusion of ``(weight, ranking)`` pairs; the top ``k`` as
+    ``(node_id, node_json, fused score)``, best first (ties broken by node id)."""
+    scores: Dict[str, float] = {}
+    payload: Dict[str, str] = {}
+    for weight, ranking in weighted:
+        if weight == 0.0 or not ranking:
+            continue
+        for node_id, norm in _dist_normalise(ranking).items():
+            scores[node_id] = scores.get(node_id, 0.0) + weight * norm
+        for node_id, data, _ in ranking:
+            payload.setdefault(node_id, data)
+    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return [(node_id, payload[node_id], score) for node_id, score in best]
 
 
 def _rrf_fuse(rankings: List[List[Tuple[str, str, float]]], k: int) -> List[Tuple[str, str, float]]:
