@@ -10,9 +10,10 @@ greedily into chunks within the budget; when the next atom does not fit, the chu
 at the preceding boundary that is highest in the syntax tree (e.g. between two methods
 rather than inside the second), unless that would leave the chunk less than half full.
 
-The budget is all of: ``max_chars`` characters, ``chunk_lines`` lines and — when
-``chunk_size`` is given — ``chunk_size`` tokens in ``tokenizer`` (default
-``Settings.tokenizer``) on the embedded content (text plus embed-visible metadata).  With
+The budget is all of: ``max_chars`` characters, ``chunk_lines`` lines and ``chunk_size``
+tokens (default ``Settings.chunk_size``, i.e. the embed model's limit) in ``tokenizer``
+(default ``Settings.tokenizer``) on the embedded content (text plus embed-visible metadata),
+so every chunk fits the model that embeds it.  With
 ``line_numbers=True`` the ``"42|"`` prefixes count too.  When a chunk boundary falls
 inside a definition, the next chunk starts up to ``chunk_lines_overlap`` whole lines
 earlier (as many as fit).
@@ -78,8 +79,9 @@ class CodeSplitter(FormatNodeParser):
         chunk_lines_overlap: lines repeated from the previous chunk when a definition is
             split across chunks.
         max_chars: most characters per chunk.
-        chunk_size: most tokens per chunk (embedded metadata included); ``None``: no token
-            budget.
+        chunk_size: most tokens per chunk (embedded metadata included); ``None``: the
+            process default ``Settings.chunk_size`` (254 with the bundled model).  LlamaIndex's
+            CodeSplitter has no token budget; pass a large value to get its behaviour.
         tokenizer: what ``chunk_size`` is measured in (default ``Settings.tokenizer``).
         line_numbers: prefix each line of the node text with ``"<line>|"`` for display.
         parser: a ready ``tree_sitter.Parser`` (optional).
@@ -100,6 +102,10 @@ class CodeSplitter(FormatNodeParser):
         id_func: Optional[IdFuncCallable] = None,
         callback_manager: Any = None,
     ) -> None:
+        if chunk_size is None:
+            from ragloom.settings import Settings
+
+            chunk_size = Settings.chunk_size
         super().__init__(chunk_size, 0, tokenizer, include_metadata, include_prev_next_rel, id_func)
         if int(chunk_lines) <= 0:
             raise ValueError(f"chunk_lines must be > 0, got {chunk_lines}")
