@@ -20,6 +20,7 @@ from ragloom.schema import Document, MetadataMode
 
 @pytest.fixture()
 def tree(tmp_path: Path) -> Path:
+    tmp_path = tmp_path.resolve()  # document ids are canonical paths
     (tmp_path / "a.txt").write_text("alpha text", encoding="utf-8")
     (tmp_path / "b.md").write_text("# beta\n\nbody", encoding="utf-8")
     (tmp_path / "c.py").write_text("print('gamma')\n", encoding="utf-8")

@@ -24,7 +24,9 @@ from ragloom.readers import (
 
 @pytest.fixture(scope="module")
 def ex(shared_data: str) -> Path:
-    return Path(shared_data, "mixed_docs", "example-docs")
+    # resolved: document ids are canonical paths (symlinks resolved), and CI may reach
+    # ../shared through a link
+    return Path(shared_data, "mixed_docs", "example-docs").resolve()
 
 
 def _one(path: Path) -> list:
