@@ -92,3 +92,32 @@ def test_query_modes(tmp_path):
         out = _query(runner, idx, "green tea temperature", "--mode", mode)
         assert out["mode"] == mode and out["score"]
         assert out["results"][0]["file_path"].endswith("tea.txt")
+
+
+def test_second_writer_is_refused_with_the_holders_pid(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from ragloom.storage.lock import IndexLock
+            with IndexLock({str(idx)!r}):
+                print("locked", flush=True)
+                time.sleep(60)
+        """)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        res = _index(runner, [docs], idx, ok=False)
+        assert res.exit_code == 1
+        assert f"locked by pid {holder.pid}" in res.output
+    finally:
+        holder.kill()
+        holder.wait()
+    # the kernel dropped the lock with the process: the next run proceeds
+    s = _index(runner, [docs], idx)
+    assert s["documents"]["added"] == 2

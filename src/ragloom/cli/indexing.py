@@ -136,16 +136,34 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     - A document that cannot be split (e.g. metadata longer than the chunk budget) is
       reported in ``skipped`` and the run goes on.
 
+    - One writer at a time: a second ``ragloom index`` on the same directory fails at once with
+      "index … is locked by pid N" (:class:`~ragloom.storage.lock.IndexLock`).
+
     Raises:
         click.BadParameter: invalid chunk size/overlap (checked before anything is created).
+        click.ClickException: the index is locked by another process.
     """
-    from tqdm.auto import tqdm
-
     from ragloom.embeddings import resolve_embed_model
+    from ragloom.errors import IndexLockedError
+    from ragloom.storage.lock import IndexLock
 
-    t0 = time.perf_counter()
     if not (Path(index_dir) / "ragloom.sqlite").exists():  # validate before creating anything
         _make_splitter(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap)
+    try:
+        with IndexLock(index_dir):
+            return _run_index_locked(paths, index_dir, chunk_size, chunk_overlap, required_exts, exclude,
+                                     recursive, full, embed_model, show_progress, include_hidden)
+    except IndexLockedError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int],
+                      chunk_overlap: Optional[int], required_exts: Optional[List[str]],
+                      exclude: Optional[List[str]], recursive: bool, full: bool, embed_model: str,
+                      show_progress: bool, include_hidden: bool) -> Dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    t0 = time.perf_counter()
     index = _open_index(index_dir, create=True, embed_model=embed_model)
     if index.embed_model.embed_cache is None:  # persistent, shared by every run over this index
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
