@@ -121,3 +121,14 @@ def test_second_writer_is_refused_with_the_holders_pid(tmp_path):
     # the kernel dropped the lock with the process: the next run proceeds
     s = _index(runner, [docs], idx)
     assert s["documents"]["added"] == 2
+
+
+def test_rerun_with_the_same_named_model_is_accepted_and_another_model_is_refused(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx, "--embed-model", "default")
+    s = _index(runner, [docs], idx, "--embed-model", "local:sentence-transformers/all-MiniLM-L6-v2")
+    assert s["documents"]["unchanged"] == 2
+    other = tmp_path / "other-model"
+    other.mkdir()
+    res = _index(runner, [docs], idx, "--embed-model", f"local:{other}", ok=False)
+    assert res.exit_code != 0 and "Traceback" not in res.output

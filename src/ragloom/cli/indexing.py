@@ -51,12 +51,13 @@ def _open_index(index_dir: Path, create: bool, embed_model: Optional[str] = None
     structs = list(sc.index_store.index_structs())
     if structs:
         identity = getattr(structs[0], "embed_model", {}) or {}
-        if embed_model and embed_model != "default" and identity.get("model_name") not in (None, embed_model.split(":", 1)[-1]):
+        model = _embed_model_from_identity(identity, embed_model)
+        if identity.get("model_name") not in (None, model.model_name):
             raise click.ClickException(
-                f"{index_dir} was built with embed model {identity.get('model_name')!r}; "
-                f"use --full with a new --index-dir to change models"
+                f"{index_dir} was built with embed model {identity.get('model_name')!r}, not "
+                f"{model.model_name!r}; use a new --index-dir to change models"
             )
-        return load_index_from_storage(sc, embed_model=_embed_model_from_identity(identity, embed_model))
+        return load_index_from_storage(sc, embed_model=model)
     return VectorStoreIndex(storage_context=sc, embed_model=resolve_embed_model(embed_model or "default"))
 
 
