@@ -33,6 +33,10 @@ _EXPORTS = {
     "StorageContext": "ragloom.storage",
     "load_index_from_storage": "ragloom.storage",
     "VectorStoreIndex": "ragloom.indices",
+    # ingestion
+    "IngestionPipeline": "ragloom.ingestion",
+    "IngestionCache": "ragloom.ingestion",
+    "DocstoreStrategy": "ragloom.ingestion",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

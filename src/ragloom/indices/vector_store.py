@@ -8,6 +8,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ragloom.data_structs import IndexDict
 from ragloom.embeddings import BaseEmbedding, resolve_embed_model
+from ragloom.ingestion.pipeline import run_transformations
 from ragloom.schema import BaseNode, Document, NodeWithScore, TransformComponent
 from ragloom.settings import Settings
 
@@ -37,16 +38,6 @@ def default_transformations(embed_model: Optional[BaseEmbedding] = None) -> List
     chunk_size = Settings.chunk_size if limit is None else min(Settings.chunk_size, int(limit))
     overlap = min(Settings.chunk_overlap, max(0, chunk_size // 8))
     return [SentenceSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tokenizer)]
-
-
-def run_transformations(
-    nodes: Sequence[BaseNode], transformations: Sequence[TransformComponent], show_progress: bool = False, **kwargs: Any
-) -> List[BaseNode]:
-    """Apply each transformation in order; returns ``list[BaseNode]``."""
-    out: List[BaseNode] = list(nodes)
-    for transform in transformations:
-        out = transform(out, show_progress=show_progress, **kwargs)
-    return out
 
 
 class VectorStoreIndex:
