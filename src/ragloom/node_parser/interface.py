@@ -84,7 +84,52 @@ def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
     return out
 
 
-class MetadataAwareTextSplitter(TextSplitter):
+def validate_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int], size_optional: bool = False) -> None:
+    """Raise ``ValueError`` naming the values unless ``0 <= chunk_overlap < chunk_size``
+    (``chunk_size=None`` is allowed when ``size_optional``: no token budget)."""
+    if chunk_size is None and not size_optional or chunk_size is not None and int(chunk_size) <= 0:
+        raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
+    if chunk_overlap is None or int(chunk_overlap) < 0:
+        raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
+    if chunk_size is not None and int(chunk_overlap) >= int(chunk_size):
+        raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
+
+
+class ChunkConfigMixin:
+    """``to_config()`` and its cached digest for parsers with ``chunk_size``, ``chunk_overlap``,
+    ``tokenizer``, ``include_metadata`` and ``include_prev_next_rel``; subclasses add their own
+    keys in ``_config_extra``.  The digest enters node ids, so equal configs give equal ids."""
+
+    _config_digest: Optional[str] = None
+
+    def _config_extra(self) -> Dict[str, Any]:
+        return {}
+
+    def _tokenizer_config(self) -> Any:
+        tok = self.tokenizer  # type: ignore[attr-defined]
+        return getattr(tok, "name", repr(tok))
+
+    def to_config(self) -> Dict[str, Any]:
+        cfg: Dict[str, Any] = {
+            "class_name": self.class_name(),  # type: ignore[attr-defined]
+            "chunk_size": self.chunk_size,  # type: ignore[attr-defined]
+            "chunk_overlap": self.chunk_overlap,  # type: ignore[attr-defined]
+            "tokenizer": self._tokenizer_config(),
+            "include_metadata": self.include_metadata,  # type: ignore[attr-defined]
+            "include_prev_next_rel": self.include_prev_next_rel,  # type: ignore[attr-defined]
+        }
+        cfg.update(self._config_extra())
+        return cfg
+
+    def _digest(self) -> str:
+        if self._config_digest is None:
+            self._config_digest = hashlib.sha256(
+                json.dumps(self.to_config(), sort_keys=True, default=str).encode("utf-8")
+            ).hexdigest()
+        return self._config_digest
+
+
+class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
     """Shared machinery of the span-engine splitters (subclasses define the boundary levels)."""
 
     def __init__(
@@ -96,14 +141,7 @@ class MetadataAwareTextSplitter(TextSplitter):
         include_prev_next_rel: bool = True,
         id_func: Optional[IdFuncCallable] = None,
     ) -> None:
-        if chunk_size is None or int(chunk_size) <= 0:
-            raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
-        if chunk_overlap is None or int(chunk_overlap) < 0:
-            raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
-        if int(chunk_overlap) >= int(chunk_size):
-            raise ValueError(
-                f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})"
-            )
+        validate_chunk_args(chunk_size, chunk_overlap)
         self.chunk_size = int(chunk_size)
         self.chunk_overlap = int(chunk_overlap)
         from ragloom.tokenizers import get_tokenizer
@@ -123,32 +161,10 @@ class MetadataAwareTextSplitter(TextSplitter):
     @abstractmethod
     def _levels(self) -> list: ...
 
-    def _config_extra(self) -> Dict[str, Any]:
-        return {}
-
     # -- config ------------------------------------------------------------------------
     @classmethod
     def from_defaults(cls, **kwargs: Any) -> "MetadataAwareTextSplitter":
         return cls(**kwargs)
-
-    def to_config(self) -> Dict[str, Any]:
-        cfg: Dict[str, Any] = {
-            "class_name": self.class_name(),
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "tokenizer": getattr(self.tokenizer, "name", repr(self.tokenizer)),
-            "include_metadata": self.include_metadata,
-            "include_prev_next_rel": self.include_prev_next_rel,
-        }
-        cfg.update(self._config_extra())
-        return cfg
-
-    def _digest(self) -> str:
-        if self._config_digest is None:
-            self._config_digest = hashlib.sha256(
-                json.dumps(self.to_config(), sort_keys=True, default=str).encode("utf-8")
-            ).hexdigest()
-        return self._config_digest
 
     # -- spans -------------------------------------------------------------------------
     def _pack(self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]]) -> List[Span]:

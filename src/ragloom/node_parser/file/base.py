@@ -13,13 +13,18 @@ reason, when the format cannot be parsed.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import uuid
 from abc import abstractmethod
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ragloom.node_parser.interface import IdFuncCallable, NodeParser, _wrappers_for
+from ragloom.node_parser.interface import (
+    ChunkConfigMixin,
+    IdFuncCallable,
+    NodeParser,
+    _wrappers_for,
+    validate_chunk_args,
+)
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
     BaseNode,
@@ -97,7 +102,7 @@ class CutLevel:
         return self.cuts[i:j]
 
 
-class FormatNodeParser(NodeParser):
+class FormatNodeParser(ChunkConfigMixin, NodeParser):
     """Base of the format-aware parsers: pieces → nodes, with a sentence-splitting fallback."""
 
     def __init__(
@@ -109,12 +114,7 @@ class FormatNodeParser(NodeParser):
         include_prev_next_rel: bool = True,
         id_func: Optional[IdFuncCallable] = None,
     ) -> None:
-        if chunk_size is not None and int(chunk_size) <= 0:
-            raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
-        if chunk_overlap is None or int(chunk_overlap) < 0:
-            raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
-        if chunk_size is not None and int(chunk_overlap) >= int(chunk_size):
-            raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
+        validate_chunk_args(chunk_size, chunk_overlap, size_optional=True)
         self.chunk_size = None if chunk_size is None else int(chunk_size)
         self.chunk_overlap = int(chunk_overlap)
         self._tokenizer_arg = tokenizer
@@ -153,25 +153,10 @@ class FormatNodeParser(NodeParser):
     def from_defaults(cls, **kwargs: Any) -> "FormatNodeParser":
         return cls(**kwargs)
 
-    def to_config(self) -> Dict[str, Any]:
-        tok = self._tokenizer_arg
-        cfg: Dict[str, Any] = {
-            "class_name": self.class_name(),
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "tokenizer": None if tok is None and self.chunk_size is None else getattr(self.tokenizer, "name", repr(self.tokenizer)),
-            "include_metadata": self.include_metadata,
-            "include_prev_next_rel": self.include_prev_next_rel,
-        }
-        cfg.update(self._config_extra())
-        return cfg
-
-    def _digest(self) -> str:
-        if self._config_digest is None:
-            self._config_digest = hashlib.sha256(
-                json.dumps(self.to_config(), sort_keys=True, default=str).encode("utf-8")
-            ).hexdigest()
-        return self._config_digest
+    def _tokenizer_config(self) -> Any:
+        if self._tokenizer_arg is None and self.chunk_size is None:
+            return None  # no token budget: the tokenizer plays no part (and is not loaded)
+        return super()._tokenizer_config()
 
     # -- budget helpers ------------------------------------------------------------------
     def _probe(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> TextNode:

@@ -70,6 +70,14 @@ class SeparatorLevel:
         return f"SeparatorLevel({self.sep!r})"
 
 
+def word_levels(separator: str, backup_separators: "list[str]") -> "list[SeparatorLevel]":
+    """The lowest text levels both splitters share: words (``separator``), then each non-empty
+    backup separator, before the engine falls back to token cuts."""
+    levels = [SeparatorLevel(separator, "word")] if separator else []
+    levels.extend(SeparatorLevel(sep, "backup") for sep in backup_separators if sep)
+    return levels
+
+
 class RegexLevel:
     """Cut at the end of every match of a regular expression (LlamaIndex's ``secondary_chunking_regex``)."""
 

@@ -18,6 +18,7 @@ from ragloom.node_parser.text.boundaries import (
     RegexLevel,
     SentenceLevel,
     SeparatorLevel,
+    word_levels,
 )
 
 __all__ = ["SentenceSplitter", "DEFAULT_PARAGRAPH_SEP", "CHUNKING_REGEX"]
@@ -67,11 +68,7 @@ class SentenceSplitter(MetadataAwareTextSplitter):
         levels.append(CJK_CLAUSE_LEVEL)
         if separator != "\n":
             levels.append(SeparatorLevel("\n", "line"))
-        if separator:
-            levels.append(SeparatorLevel(separator, "word"))
-        for sep in self.backup_separators:
-            if sep:
-                levels.append(SeparatorLevel(sep, "backup"))
+        levels.extend(word_levels(separator, self.backup_separators))
         self._level_list = levels
 
     def _levels(self) -> list:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ragloom.node_parser.interface import IdFuncCallable, MetadataAwareTextSplitter
-from ragloom.node_parser.text.boundaries import SeparatorLevel
+from ragloom.node_parser.text.boundaries import word_levels
 
 __all__ = ["TokenTextSplitter"]
 
@@ -35,13 +35,7 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
         self.separator = separator
         self.backup_separators = ["\n"] if backup_separators is None else list(backup_separators)
-        levels: list = []
-        if separator:
-            levels.append(SeparatorLevel(separator, "word"))
-        for sep in self.backup_separators:
-            if sep:
-                levels.append(SeparatorLevel(sep, "backup"))
-        self._level_list = levels
+        self._level_list = word_levels(separator, self.backup_separators)
 
     def _levels(self) -> list:
         return self._level_list
