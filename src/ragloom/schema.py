@@ -401,3 +401,41 @@ class TransformComponent(ABC):
     def to_config(self) -> Dict[str, Any]:
         """Configuration that determines the output (used in node ids and cache keys)."""
         return {"class_name": self.class_name()}
+
+
+class IndexNode(TextNode, kw_only=True, tag="IndexNode"):
+    """A text node that stands for something else: another index, retriever, query engine or
+    node, named by ``index_id`` (LlamaIndex's ``IndexNode``).
+
+    Retrieved like any text node (its ``text`` is typically a summary of what it points to);
+    :class:`~ragloom.retrievers.RecursiveRetriever` then follows ``index_id`` to the object
+    registered under that id, or to ``obj`` when none is.
+
+    ``obj`` is kept in memory as given.  When the node is serialised (stored in a docstore or a
+    vector store) ``obj`` must be JSON-serialisable — ``None``, a node, or plain JSON values; a
+    node decodes back to a node.  A live retriever or query engine cannot be stored: register it
+    under ``index_id`` in ``RecursiveRetriever(retriever_dict=…/query_engine_dict=…)`` instead
+    (serialising such a node raises ``TypeError`` from msgspec).
+    """
+
+    index_id: str
+    obj: Any = None
+
+    def __post_init__(self) -> None:
+        obj = self.obj
+        if isinstance(obj, dict) and obj.get("class_name") in _NODE_TYPES:
+            self.obj = msgspec.convert(obj, type=_decode_type(BaseNode))
+
+    def get_type(self) -> str:
+        return ObjectType.INDEX.value
+
+    @classmethod
+    def from_text_node(cls, node: TextNode, index_id: str) -> "IndexNode":
+        """An ``IndexNode`` with every field of ``node`` (same id, text, metadata, relationships)
+        plus ``index_id``."""
+        fields = {f: getattr(node, f) for f in TextNode.__struct_fields__}
+        return cls(**fields, index_id=index_id)
+
+
+register_node_type(IndexNode)
+__all__.append("IndexNode")

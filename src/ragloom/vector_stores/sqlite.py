@@ -43,10 +43,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import msgspec
 import numpy as np
 
-from ragloom.analysis import analyze, analyze_to_string
-from ragloom.schema import BaseNode, MetadataMode, node_from_json
+from ragloom.fts import create_fts_table, fill_fts_table, keyword_search, keyword_text, nodes_where
+from ragloom.fusion import RRF_K, dist_based_score_fusion  # noqa: F401  (RRF_K re-exported)
+from ragloom.schema import BaseNode, node_from_json
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
-from ragloom.vector_stores.filters import filters_to_sql
 from ragloom.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -63,8 +63,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 #: sqlite-vec refuses KNN queries with k above this; larger top-k ranks with a scan.
 _VEC0_MAX_K = 4096
 _BATCH = 2000
-#: Reciprocal rank fusion constant (Cormack et al. 2009).
-RRF_K = 60
 #: Weight of the dense side in hybrid queries when ``VectorStoreQuery.alpha`` is None
 #: (LlamaIndex's meaning: 1 = dense only, 0 = keyword only).
 DEFAULT_HYBRID_ALPHA = 0.5
@@ -92,15 +90,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         self._vectors = f"vs_{collection}_vectors"
         self._fts = f"vs_{collection}_fts"
         with self._db.transaction():
-            has_fts = bool(
-                self._db.connection.execute(
-                    "SELECT 1 FROM sqlite_master WHERE name = ?", (self._fts,)
-                ).fetchall()
-            )
-            self._db.connection.execute(
-                f'CREATE VIRTUAL TABLE IF NOT EXISTS "{self._fts}" USING fts5('
-                "tokens, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 0')"
-            )
+            new_fts = create_fts_table(self._db.connection, self._fts)
             self._db.connection.execute(
                 f"""
                 CREATE TABLE IF NOT EXISTS "{self._nodes}" (
@@ -115,18 +105,8 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 """,
                 (collection,),
             )
-            if not has_fts:
-                self._backfill_fts()
-
-    def _backfill_fts(self) -> None:
-        """Index the keyword table for nodes written before it existed (older databases)."""
-        conn = self._db.connection
-        rows = conn.execute(f'SELECT id, node FROM "{self._nodes}"').fetchall()
-        if rows:
-            conn.executemany(
-                f'INSERT INTO "{self._fts}"(rowid, tokens) VALUES (?, ?)',
-                [(rowid, _keyword_text(node_from_json(data))) for rowid, data in rows],
-            )
+            if new_fts:  # older database, or keyword text of another version: index the stored nodes
+                fill_fts_table(self._db.connection, self._fts, self._nodes)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -311,19 +291,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         filters: Optional[MetadataFilters] = None,
     ) -> Tuple[str, List[Any]]:
         """SQL over the nodes table aliased ``n``; ``("1", [])`` when nothing restricts."""
-        parts: List[str] = []
-        params: List[Any] = []
-        if node_ids is not None:
-            parts.append("n.node_id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(node_ids)))
-        if doc_ids is not None:
-            parts.append("n.ref_doc_id IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(list(doc_ids)))
-        if filters is not None:
-            sql, fparams = filters_to_sql(filters, "n.metadata")
-            parts.append(sql)
-            params.extend(fparams)
-        return (" AND ".join(parts) if parts else "1"), params
+        return nodes_where(node_ids=node_ids, doc_ids=doc_ids, filters=filters)
 
     def get_nodes(
         self,
@@ -431,18 +399,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     def _sparse(self, query_str: str, k: int, where: str, params: List[Any]) -> List[Tuple[str, str, float]]:
         """``(node_id, node_json, bm25 score)`` of the ``k`` best keyword matches (higher is better)."""
-        tokens = list(dict.fromkeys(analyze(query_str)))
-        if not tokens:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-        constraint = "" if where == "1" else f' AND f.rowid IN (SELECT n.id FROM "{self._nodes}" AS n WHERE {where})'
-        sql = (
-            f'SELECT n.node_id, n.node, -bm25("{self._fts}") AS score FROM "{self._fts}" AS f '
-            f'JOIN "{self._nodes}" AS n ON n.id = f.rowid '
-            f'WHERE "{self._fts}" MATCH ?{constraint} ORDER BY bm25("{self._fts}") LIMIT ?'
-        )
-        rows = self._db.execute(sql, [match, *params, k])
-        return [(r[0], r[1], float(r[2])) for r in rows]
+        return keyword_search(self._db, self._fts, self._nodes, query_str, k, where, params)
 
     # -- persistence ------------------------------------------------------------------------
     def persist(self, persist_path: Union[str, "os.PathLike[str]"] = os.path.join("./storage", DEFAULT_DB_NAME), fs: Any = None) -> None:
@@ -453,49 +410,22 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         self._db.backup_to(path)
 
 
-def _keyword_text(node: BaseNode) -> str:
-    """What the keyword index sees of a node: its embed-visible content, analysed."""
-    return analyze_to_string(node.get_content(MetadataMode.EMBED))
-
-
-def _dist_normalise(ranking: List[Tuple[str, str, float]]) -> Dict[str, float]:
-    """``dist_based_score`` normalisation: map scores by the list's mean ± 3·std onto [0, 1]."""
-    if not ranking:
-        return {}
-    s = np.array([r[2] for r in ranking], dtype=np.float64)
-    mean, std = float(s.mean()), float(s.std())
-    if std == 0.0:
-        return {r[0]: 1.0 for r in ranking}
-    low = mean - 3.0 * std
-    return {r[0]: (r[2] - low) / (6.0 * std) for r in ranking}
+#: What the keyword index sees of a node (shared with ``BM25Retriever``; see :mod:`ragloom.fts`).
+_keyword_text = keyword_text
 
 
 def dist_based_fuse(weighted: List[Tuple[float, List[Tuple[str, str, float]]]], k: int) -> List[Tuple[str, str, float]]:
-    """Distribution-based score fusion of ``(weight, ranking)`` pairs; the top ``k`` as
-    ``(node_id, node_json, fused score)``, best first (ties broken by node id)."""
-    scores: Dict[str, float] = {}
+    """Distribution-based score fusion (:func:`ragloom.fusion.dist_based_score_fusion`) of
+    ``(weight, ranking)`` pairs; the top ``k`` as ``(node_id, node_json, fused score)``, best
+    first (ties broken by node id)."""
     payload: Dict[str, str] = {}
-    for weight, ranking in weighted:
-        if weight == 0.0 or not ranking:
-            continue
-        for node_id, norm in _dist_normalise(ranking).items():
-            scores[node_id] = scores.get(node_id, 0.0) + weight * norm
+    for _, ranking in weighted:
         for node_id, data, _ in ranking:
             payload.setdefault(node_id, data)
-    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    return [(node_id, payload[node_id], score) for node_id, score in best]
-
-
-def _rrf_fuse(rankings: List[List[Tuple[str, str, float]]], k: int) -> List[Tuple[str, str, float]]:
-    """Reciprocal rank fusion: ``score(d) = Σ_r 1 / (RRF_K + rank_r(d))`` with ranks from 1; top ``k``."""
-    scores: Dict[str, float] = {}
-    payload: Dict[str, str] = {}
-    for ranking in rankings:
-        for rank, (node_id, data, _) in enumerate(ranking, 1):
-            scores[node_id] = scores.get(node_id, 0.0) + 1.0 / (RRF_K + rank)
-            payload.setdefault(node_id, data)
-    best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    return [(node_id, payload[node_id], score) for node_id, score in best]
+    fused = dist_based_score_fusion(
+        [[(r[0], r[2]) for r in ranking] for _, ranking in weighted], [w for w, _ in weighted]
+    )[:k]
+    return [(node_id, payload[node_id], score) for node_id, score in fused]
 
 
 #: LlamaIndex's name for the default in-process store.
