@@ -11,6 +11,8 @@ Every attribute is created lazily on first use, so ``import ragloom`` stays chea
   node parser; ``chunk_size`` defaults to ``min(1024, embed model's text token limit)``.
 - ``Settings.node_parser``: default :class:`~ragloom.node_parser.SentenceSplitter`.
 - ``Settings.transformations``: default ``[Settings.node_parser]``.
+- ``Settings.llm``: ``None`` unless set (an LLM or a :func:`ragloom.llms.resolve_llm`
+  specification such as ``"local"``) or named by ``$RAGLOOM_LLM``.
 """
 
 from __future__ import annotations
@@ -136,10 +138,26 @@ class _Settings:
 
     @property
     def llm(self) -> Any:
+        """The default LLM; ``None`` until set, unless ``$RAGLOOM_LLM`` holds a specification
+        (see :func:`ragloom.llms.resolve_llm`; e.g. ``local``, ``ollama:llama3.2``)."""
+        if self._llm is None:
+            import os
+
+            spec = os.environ.get("RAGLOOM_LLM")
+            if spec:
+                from ragloom.llms import resolve_llm
+
+                self._llm = resolve_llm(spec)
         return self._llm
 
     @llm.setter
     def llm(self, value: Any) -> None:
+        """An :class:`~ragloom.llms.LLM`, a specification string for :func:`ragloom.llms.resolve_llm`
+        (``"local"`` = the offline toy), or ``None``."""
+        if isinstance(value, str):
+            from ragloom.llms import resolve_llm
+
+            value = resolve_llm(value)
         self._llm = value
 
 

@@ -1,18 +1,11 @@
-"""The HTTP layer shared by remote embedding providers (OpenAI-compatible, Ollama, Gemini).
+"""The base of remote embedding providers (OpenAI-compatible, Ollama, Gemini).
 
-- **Transport** (:class:`HTTPTransport`): ``httpx`` clients (one pooled sync client per
-  provider instance; one ``AsyncClient`` per async call, since an async client belongs to
-  one event loop) and ``tenacity`` retries.  Retried: HTTP 408/409/429/5xx, timeouts,
-  connection errors and resets, and *bad responses* — malformed JSON, a wrong number of
-  vectors, missing/duplicate indices, ragged or non-finite vectors — so a faulty reply
-  never yields a short or misordered result.  Waits are exponential with full jitter
-  (``retry_backoff_base * 2**n`` capped at ``retry_backoff_max``), except that a
-  ``Retry-After`` (seconds or HTTP-date) or ``retry-after-ms`` header is honoured, capped
-  at ``max_retry_after``.  Other 4xx are not retried.  After ``max_retries + 1``
-  attempts, :class:`EmbeddingProviderError` names the provider, model, URL, HTTP status
-  or cause, and the number of attempts.  An optional ``requests_per_minute`` spaces
-  requests (every attempt counts) with a small GCRA token bucket shared by threads and
-  coroutines.
+- **Transport**: :class:`~ragloom.transport.HTTPTransport`, shared with the LLM providers
+  (httpx clients, tenacity retries with Retry-After, rate limit, clear errors — see
+  :mod:`ragloom.transport`).  For embeddings a *bad response* also means a wrong number of
+  vectors, missing/duplicate indices, or ragged or non-finite vectors (:func:`check_vectors`),
+  so a faulty reply is retried and never yields a short or misordered result.  Errors are
+  :class:`EmbeddingProviderError`.
 - **Remote model base** (:class:`RemoteEmbedding`): applies ``query_instruction`` /
   ``text_instruction`` exactly once, client-side (servers are never asked to add a
   prompt), truncates texts over the model's input-token limit before sending (counted in
@@ -32,35 +25,27 @@ are reserved for ``[CLS]``/``[SEP]`` whenever the count is not OpenAI's.  Pass
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
-import math
 import threading
-import time
 from abc import abstractmethod
-from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-try:
-    import httpx
-    from tenacity import (
-        AsyncRetrying,
-        RetryCallState,
-        Retrying,
-        retry_if_exception,
-        stop_after_attempt,
-        wait_random_exponential,
-    )
-except ImportError as _exc:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        f"remote embedding providers need httpx and tenacity ({_exc}): pip install 'ragloom[remote]'"
-    ) from _exc
-
 from ragloom.embeddings.base import DEFAULT_EMBED_BATCH_SIZE, BaseEmbedding, Embedding
 from ragloom.embeddings.limits import DEFAULT_MAX_TOKENS, lookup_model_limits
-from ragloom.errors import RagloomError
+
+# the generic HTTP layer lives in ragloom.transport (shared with the LLM providers); its
+# names are re-exported here for the embedding providers
+from ragloom.transport import (
+    RETRYABLE_STATUS,
+    BadResponse,
+    HTTPTransport,
+    ProviderError,
+    RateLimiter,
+    httpx,
+    parse_retry_after,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,339 +57,21 @@ __all__ = [
     "BadResponse",
     "parse_retry_after",
     "APPROX_TOKEN_MARGIN",
+    "RETRYABLE_STATUS",
 ]
 
 #: Fraction of an approximately-counted limit actually used (10 % safety margin).
 APPROX_TOKEN_MARGIN = 0.9
-RETRYABLE_STATUS = frozenset({408, 409, 429})
 
 
-class EmbeddingProviderError(RagloomError):
-    """A remote embedding request failed for good.
+class EmbeddingProviderError(ProviderError):
+    """A remote embedding request failed for good (see :class:`~ragloom.transport.ProviderError`).
 
     Attributes: ``provider``, ``model``, ``status`` (HTTP status or ``None``), ``reason``
     (short cause), ``attempts`` (requests made), ``url``.
     """
 
-    def __init__(
-        self,
-        provider: str,
-        model: str,
-        reason: str,
-        status: Optional[int] = None,
-        attempts: int = 1,
-        url: Optional[str] = None,
-    ) -> None:
-        where = f" at {url}" if url else ""
-        code = f"HTTP {status}: " if status is not None else ""
-        super().__init__(
-            f"{provider} embedding request for model {model!r}{where} failed after {attempts} "
-            f"attempt{'s' if attempts != 1 else ''}: {code}{reason}"
-        )
-        self.provider = provider
-        self.model = model
-        self.reason = reason
-        self.status = status
-        self.attempts = attempts
-        self.url = url
-
-
-class BadResponse(Exception):
-    """Raised by a provider's response parser: the reply is unusable (retried as a fault)."""
-
-
-class _Fault(Exception):
-    """One failed attempt (internal)."""
-
-    def __init__(self, reason: str, retryable: bool, status: Optional[int] = None, retry_after: Optional[float] = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.retryable = retryable
-        self.status = status
-        self.retry_after = retry_after
-
-
-def parse_retry_after(headers: Any, now: Optional[float] = None) -> Optional[float]:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP-date); ``None`` if absent/invalid."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            value = float(ms) / 1000.0
-            if math.isfinite(value):
-                return max(0.0, value)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    raw = raw.strip()
-    try:
-        value = float(raw)
-        return max(0.0, value) if math.isfinite(value) else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = datetime.now(timezone.utc).timestamp() if now is None else now
-    return max(0.0, when.timestamp() - current)
-
-
-class RateLimiter:
-    """At most ``requests_per_minute`` requests, bursts of ``burst`` (GCRA token bucket).
-
-    :meth:`reserve` books the next slot and returns how long the caller must wait for it;
-    thread-safe, and usable from coroutines (the caller sleeps with ``asyncio.sleep``).
-    """
-
-    def __init__(self, requests_per_minute: float, burst: int = 1) -> None:
-        if not requests_per_minute or requests_per_minute <= 0:
-            raise ValueError(f"requests_per_minute must be > 0, got {requests_per_minute!r}")
-        if burst < 1:
-            raise ValueError(f"burst must be >= 1, got {burst!r}")
-        self.interval = 60.0 / float(requests_per_minute)
-        self.tolerance = (burst - 1) * self.interval
-        self._tat = 0.0
-        self._lock = threading.Lock()
-
-    def reserve(self) -> float:
-        with self._lock:
-            now = time.monotonic()
-            tat = max(self._tat, now)
-            wait = max(0.0, tat - self.tolerance - now)
-            self._tat = tat + self.interval
-            return wait
-
-    def acquire(self) -> None:
-        wait = self.reserve()
-        if wait > 0:
-            time.sleep(wait)
-
-    async def aacquire(self) -> None:
-        wait = self.reserve()
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _error_detail(resp: httpx.Response) -> str:
-    try:
-        data = resp.json()
-    except Exception:
-        return _short(resp.text or resp.reason_phrase or "")
-    if isinstance(data, dict):
-        err = data.get("error", data)
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("error") or err
-            return _short(str(msg))
-        return _short(str(err))
-    return _short(str(data))
-
-
-class _Wait:
-    """Retry-After when the server gave one (capped), else exponential backoff with full jitter."""
-
-    def __init__(self, base: float, maximum: float, retry_after_cap: float) -> None:
-        self._exp = wait_random_exponential(multiplier=base, max=maximum)
-        self._cap = retry_after_cap
-
-    def __call__(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        ra = getattr(exc, "retry_after", None)
-        if ra is not None:
-            return min(float(ra), self._cap)
-        return float(self._exp(state))
-
-
-class HTTPTransport:
-    """POST JSON with retries, rate limit and clear errors (see the module docstring).
-
-    Args:
-        provider / model: named in errors and logs.
-        headers: sent with every request (auth lives here; never logged).
-        timeout: seconds for connect/read/write/pool.
-        max_retries: retries after the first attempt (``0`` = one attempt).
-        retry_backoff_base / retry_backoff_max: exponential backoff (seconds).
-        max_retry_after: cap on a server's ``Retry-After``.
-        requests_per_minute: optional rate limit.
-    """
-
-    def __init__(
-        self,
-        provider: str,
-        model: str,
-        headers: Optional[Dict[str, str]] = None,
-        timeout: float = 60.0,
-        max_retries: int = 5,
-        retry_backoff_base: float = 0.5,
-        retry_backoff_max: float = 30.0,
-        max_retry_after: float = 60.0,
-        requests_per_minute: Optional[float] = None,
-    ) -> None:
-        if not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
-        if not timeout or timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        if retry_backoff_base < 0 or retry_backoff_max < 0 or max_retry_after < 0:
-            raise ValueError("retry_backoff_base, retry_backoff_max and max_retry_after must be >= 0")
-        self.provider = provider
-        self.model = model
-        self.headers = dict(headers or {})
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
-        self.retry_backoff_base = float(retry_backoff_base)
-        self.retry_backoff_max = float(retry_backoff_max)
-        self.max_retry_after = float(max_retry_after)
-        self.limiter = RateLimiter(requests_per_minute) if requests_per_minute else None
-        self._client: Optional[httpx.Client] = None
-        self._client_lock = threading.Lock()
-        self.request_count = 0  # attempts made, for diagnostics
-
-    # -- clients -----------------------------------------------------------------------
-    def _httpx_timeout(self) -> httpx.Timeout:
-        return httpx.Timeout(self.timeout)
-
-    @property
-    def client(self) -> httpx.Client:
-        if self._client is None:
-            with self._client_lock:
-                if self._client is None:
-                    self._client = httpx.Client(timeout=self._httpx_timeout(), headers=self.headers)
-        return self._client
-
-    def new_async_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self._httpx_timeout(), headers=self.headers)
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    # -- one attempt -----------------------------------------------------------------
-    def _classify(self, resp: httpx.Response, parse: Callable[[Any], Any]) -> Any:
-        status = resp.status_code
-        if status >= 400:
-            detail = _error_detail(resp)
-            retryable = status in RETRYABLE_STATUS or status >= 500
-            retry_after = parse_retry_after(resp.headers) if retryable else None
-            raise _Fault(detail or resp.reason_phrase, retryable, status, retry_after)
-        try:
-            data = resp.json()
-        except ValueError as exc:
-            raise _Fault(f"malformed JSON in response ({_short(str(exc), 120)})", True, status) from exc
-        try:
-            return parse(data)
-        except BadResponse as exc:
-            raise _Fault(f"bad response: {exc}", True, status) from exc
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            raise _Fault(f"unexpected response shape ({type(exc).__name__}: {_short(str(exc), 120)})", True, status) from exc
-
-    def _transport_fault(self, exc: Exception) -> _Fault:
-        if isinstance(exc, httpx.TimeoutException):
-            return _Fault(f"timed out after {self.timeout:g}s ({type(exc).__name__})", True)
-        if isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError)):
-            return _Fault(f"connection error ({type(exc).__name__}: {_short(str(exc), 160)})", True)
-        return _Fault(f"{type(exc).__name__}: {_short(str(exc), 160)}", False)
-
-    def _retrying_kwargs(self, attempts: Optional[int]) -> Dict[str, Any]:
-        return dict(
-            stop=stop_after_attempt((self.max_retries + 1) if attempts is None else attempts),
-            wait=_Wait(self.retry_backoff_base, self.retry_backoff_max, self.max_retry_after),
-            retry=retry_if_exception(lambda e: isinstance(e, _Fault) and e.retryable),
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
-
-    def _log_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        status = f"HTTP {exc.status} " if isinstance(exc, _Fault) and exc.status else ""
-        logger.warning(
-            "%s embedding request (model %r) attempt %d failed: %s%s; retrying in %.2fs",
-            self.provider,
-            self.model,
-            state.attempt_number,
-            status,
-            getattr(exc, "reason", exc),
-            getattr(state, "upcoming_sleep", 0.0),
-        )
-
-    def _error(self, fault: _Fault, attempts: int, url: str) -> EmbeddingProviderError:
-        return EmbeddingProviderError(self.provider, self.model, fault.reason, fault.status, attempts, url)
-
-    # -- public ----------------------------------------------------------------------
-    def post(
-        self,
-        url: str,
-        payload: Any,
-        parse: Callable[[Any], Any],
-        params: Optional[Dict[str, str]] = None,
-        attempts: Optional[int] = None,
-        method: str = "POST",
-    ) -> Any:
-        """POST ``payload`` as JSON to ``url`` (``method="GET"``: no body); returns ``parse(response_json)``.
-
-        Raises:
-            EmbeddingProviderError: a permanent fault, or retries exhausted.
-        """
-        count = 0
-
-        def attempt() -> Any:
-            nonlocal count
-            count += 1
-            self.request_count += 1
-            if self.limiter is not None:
-                self.limiter.acquire()
-            try:
-                if method == "GET":
-                    resp = self.client.get(url, params=params)
-                else:
-                    resp = self.client.post(url, json=payload, params=params)
-            except httpx.HTTPError as exc:
-                raise self._transport_fault(exc) from exc
-            return self._classify(resp, parse)
-
-        try:
-            return Retrying(**self._retrying_kwargs(attempts))(attempt)
-        except _Fault as fault:
-            raise self._error(fault, count, url) from fault.__cause__
-
-    async def apost(
-        self,
-        client: httpx.AsyncClient,
-        url: str,
-        payload: Any,
-        parse: Callable[[Any], Any],
-        params: Optional[Dict[str, str]] = None,
-        attempts: Optional[int] = None,
-    ) -> Any:
-        """Async :meth:`post` on ``client`` (from :meth:`new_async_client`)."""
-        count = 0
-
-        async def attempt() -> Any:
-            nonlocal count
-            count += 1
-            self.request_count += 1
-            if self.limiter is not None:
-                await self.limiter.aacquire()
-            try:
-                resp = await client.post(url, json=payload, params=params)
-            except httpx.HTTPError as exc:
-                raise self._transport_fault(exc) from exc
-            return self._classify(resp, parse)
-
-        try:
-            return await AsyncRetrying(**self._retrying_kwargs(attempts))(attempt)
-        except _Fault as fault:
-            raise self._error(fault, count, url) from fault.__cause__
+    request_kind = "embedding request"
 
 
 def check_vectors(vectors: Any, n: int, expect_dim: Optional[int] = None) -> np.ndarray:
@@ -516,6 +183,7 @@ class RemoteEmbedding(BaseEmbedding):
             retry_backoff_max=retry_backoff_max,
             max_retry_after=max_retry_after,
             requests_per_minute=requests_per_minute,
+            error_cls=EmbeddingProviderError,
         )
 
     # -- to implement ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -21,10 +21,43 @@ from ragloom.embeddings.http import BadResponse, RemoteEmbedding, check_vectors
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OllamaEmbedding", "DEFAULT_OLLAMA_BASE_URL"]
+__all__ = ["OllamaEmbedding", "DEFAULT_OLLAMA_BASE_URL", "OllamaModelInfo", "parse_ollama_show"]
 
 DEFAULT_OLLAMA_BASE_URL = "http://localhost:11434"
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+
+class OllamaModelInfo(NamedTuple):
+    """What ``POST /api/show`` tells about a model (``None``: not reported)."""
+
+    #: the model's trained context length (``model_info["<arch>.context_length"]``), tokens
+    context_length: Optional[int]
+    #: the ``num_ctx`` parameter of its Modelfile (the context the server runs it with), tokens
+    num_ctx: Optional[int]
+    #: vector length of an embedding model (``model_info["<arch>.embedding_length"]``)
+    embedding_length: Optional[int]
+
+
+def parse_ollama_show(data: Any) -> OllamaModelInfo:
+    """Read an Ollama ``/api/show`` reply (shared by the embedding and LLM providers).
+
+    Raises:
+        BadResponse: the reply is not a JSON object.
+    """
+    if not isinstance(data, dict):
+        raise BadResponse("/api/show reply is not an object")
+    info = data.get("model_info") or {}
+    arch = info.get("general.architecture")
+    ctx = info.get(f"{arch}.context_length") if arch else None
+    dim = info.get(f"{arch}.embedding_length") if arch else None
+    if ctx is None:  # architecture key missing: any "*.context_length"
+        ctx = next((v for k, v in info.items() if k.endswith(".context_length")), None)
+    m = _NUM_CTX.search(str(data.get("parameters") or ""))
+
+    def positive(v: Any) -> Optional[int]:
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+    return OllamaModelInfo(positive(ctx), int(m.group(1)) if m else None, positive(dim))
 
 
 class OllamaEmbedding(RemoteEmbedding):
@@ -90,21 +123,11 @@ class OllamaEmbedding(RemoteEmbedding):
 
     def _probe_limits(self) -> Tuple[Optional[int], Optional[int]]:
         def parse(data: Any) -> Tuple[Optional[int], Optional[int]]:
-            if not isinstance(data, dict):
-                raise BadResponse("/api/show reply is not an object")
-            info = data.get("model_info") or {}
-            arch = info.get("general.architecture")
-            ctx = info.get(f"{arch}.context_length") if arch else None
-            dim = info.get(f"{arch}.embedding_length") if arch else None
-            if ctx is None:  # architecture key missing: any "*.context_length"
-                ctx = next((v for k, v in info.items() if k.endswith(".context_length")), None)
-            limits = [int(ctx)] if isinstance(ctx, (int, float)) and ctx > 0 else []
-            m = _NUM_CTX.search(str(data.get("parameters") or ""))
-            if m:
-                limits.append(int(m.group(1)))
+            info = parse_ollama_show(data)
+            limits = [n for n in (info.context_length, info.num_ctx) if n]
             if isinstance(self.options.get("num_ctx"), int):
                 limits.append(int(self.options["num_ctx"]))
-            return (min(limits) if limits else None), (int(dim) if isinstance(dim, (int, float)) else None)
+            return (min(limits) if limits else None), info.embedding_length
 
         return self.transport.post(f"{self.base_url}/api/show", {"model": self.model_name}, parse, attempts=2)
 

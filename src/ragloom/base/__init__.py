@@ -1,0 +1,1 @@
+"""Base types shared by query engines and synthesizers (``ragloom.base.response.schema``: ``Response``…)."""
