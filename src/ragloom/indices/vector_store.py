@@ -202,9 +202,22 @@ class VectorStoreIndex:
             self._storage_context.index_store.add_index_struct(self._index_struct)
         return ids
 
+    def _validate_for_store(self, nodes: Sequence[BaseNode]) -> None:
+        """Let the vector store reject nodes it cannot hold before any embedding is computed."""
+        validate = getattr(self.vector_store, "validate_nodes", None)
+        if callable(validate):
+            validate(nodes)
+
     def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> None:
-        """Embed (where needed) and store ``nodes`` in batches of ``insert_batch_size``."""
-        for batch in _batches(list(nodes), self._insert_batch_size):
+        """Embed (where needed) and store ``nodes`` in batches of ``insert_batch_size``.
+
+        Raises:
+            ValueError: the vector store cannot hold one of the nodes (its ``validate_nodes``);
+                raised before any node is embedded.
+        """
+        nodes = list(nodes)
+        self._validate_for_store(nodes)
+        for batch in _batches(nodes, self._insert_batch_size):
             with self._transaction():
                 self._add_nodes(batch, show_progress=show_progress)
 
@@ -214,6 +227,7 @@ class VectorStoreIndex:
         Returns the number of nodes written.
         """
         nodes = run_transformations(documents, self.transformations, show_progress=show_progress)
+        self._validate_for_store(nodes)
         with self._transaction():
             for batch in _batches(nodes, self._insert_batch_size):
                 self._add_nodes(batch, show_progress=show_progress)
@@ -281,9 +295,49 @@ class VectorStoreIndex:
 
         return VectorIndexRetriever(self, **kwargs)
 
-    def as_query_engine(self, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "answer synthesis (as_query_engine) is not in this release yet; use as_retriever() for passages"
+    def as_query_engine(
+        self,
+        llm: Any = None,
+        response_mode: Any = "compact",
+        streaming: bool = False,
+        node_postprocessors: Optional[List[Any]] = None,
+        **kwargs: Any,
+    ) -> Any:
+        """A :class:`~ragloom.query_engine.RetrieverQueryEngine`: retrieve, postprocess, answer with ``llm``.
+
+        Args:
+            llm: the model, or a :func:`ragloom.llms.resolve_llm` specification string
+                (``"openai_like:<model>@<api_base>"``, ``"ollama:<model>"``, ``"local"``);
+                default ``Settings.llm``.
+            response_mode: a :class:`~ragloom.response_synthesizers.ResponseMode` value
+                (``"compact"``, ``"refine"``, ``"tree_summarize"``, ``"simple_summarize"``,
+                ``"accumulate"``, ``"no_text"`` …).
+            streaming: answers as ``StreamingResponse``.
+            node_postprocessors: applied to retrieved nodes before synthesis.
+            **kwargs: synthesizer arguments (``text_qa_template``, ``refine_template``,
+                ``summary_template``, ``simple_template``, ``use_async``, ``prompt_helper``,
+                ``response_synthesizer``, ``verbose``, ``callback_manager``); everything else goes
+                to :meth:`as_retriever` (``similarity_top_k``, ``filters``, ``vector_store_query_mode`` …).
+
+        Raises:
+            ValueError: no ``llm`` and no ``Settings.llm`` for a mode that needs one (the message
+                lists how to configure one); bad retriever or synthesizer arguments.
+        """
+        from ragloom.query_engine import RetrieverQueryEngine
+
+        engine_keys = {
+            "text_qa_template", "refine_template", "summary_template", "simple_template", "use_async",
+            "prompt_helper", "response_synthesizer", "verbose", "callback_manager",
+        }
+        engine_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in engine_keys}
+        retriever = self.as_retriever(**kwargs)
+        return RetrieverQueryEngine.from_args(
+            retriever,
+            llm=llm,
+            response_mode=response_mode,
+            streaming=streaming,
+            node_postprocessors=node_postprocessors,
+            **engine_kwargs,
         )
 
 

@@ -30,4 +30,20 @@ __all__ = [
     "SimpleVectorStore",
     "filters_to_sql",
     "metadata_matches",
+    "ChromaVectorStore",
+    "MilvusVectorStore",
 ]
+
+#: server/foreign-store adapters, imported on first use (their client libraries are extras)
+_ADAPTERS = {
+    "ChromaVectorStore": "ragloom.vector_stores.chroma",
+    "MilvusVectorStore": "ragloom.vector_stores.milvus",
+}
+
+
+def __getattr__(name: str):  # PEP 562: lazy adapter classes
+    if name in _ADAPTERS:
+        import importlib
+
+        return getattr(importlib.import_module(_ADAPTERS[name]), name)
+    raise AttributeError(f"module 'ragloom.vector_stores' has no attribute {name!r}")

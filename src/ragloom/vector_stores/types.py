@@ -174,6 +174,18 @@ class BasePydanticVectorStore(ABC):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` nearest nodes, best first, scored by cosine similarity."""
 
+    def validate_nodes(self, nodes: Sequence[BaseNode]) -> None:
+        """Check that ``nodes`` can be stored here, *before* their embeddings are paid for.
+
+        Writers (``VectorStoreIndex``; any code that embeds and then calls :meth:`add`) call it on
+        every node of a write before embedding any of them.  It checks what the backend would
+        reject later (metadata types, reserved keys, field sizes), not embeddings.  Default: accept.
+
+        Raises:
+            ValueError: a node this store cannot hold; the message names the node id and the reason.
+        """
+        return None
+
     def clear(self) -> None:
         """Delete every node."""
         raise NotImplementedError(f"{type(self).__name__} cannot clear")

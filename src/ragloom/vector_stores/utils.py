@@ -1,0 +1,224 @@
+"""Helpers for vector stores that keep nodes as rows of a foreign database (Chroma, Milvus …).
+
+LlamaIndex names: :func:`node_to_metadata_dict` packs a node into a flat metadata dict with
+the whole node (minus embedding and, optionally, text) as JSON under ``_node_content``;
+:func:`metadata_dict_to_node` unpacks it.  The JSON is ragloom's own node JSON
+(:meth:`~ragloom.schema.BaseNode.to_json`), so the node round-trips exactly: metadata values
+that a backend cannot hold natively (``None``, dicts, mixed lists) only lose their native type
+in the *filterable* copy of the metadata, never in the node that comes back.
+
+:func:`validate_node_metadata` is what such stores run in ``validate_nodes`` — before any
+embedding is paid for — so a value no backend can store is reported with the node id and key
+instead of failing after the embedding run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+import msgspec
+import numpy as np
+
+from ragloom.schema import BaseNode, TextNode, node_from_json
+
+__all__ = [
+    "UnsupportedFilterError",
+    "RESERVED_METADATA_KEYS",
+    "validate_node_metadata",
+    "filterable_metadata",
+    "flat_metadata_value",
+    "node_to_metadata_dict",
+    "metadata_dict_to_node",
+    "node_content_json",
+    "dedupe_last",
+    "check_embeddings",
+]
+
+#: Keys the adapters write next to the user's metadata; user metadata may not use them.
+RESERVED_METADATA_KEYS = ("_node_content", "_node_type", "ref_doc_id", "_ragloom_keys")
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+class UnsupportedFilterError(NotImplementedError, ValueError):
+    """A metadata filter operator (or operand type) that this backend cannot evaluate.
+
+    Raised instead of silently returning wrong matches; the message names the backend, the
+    operator and what to use instead.  Subclasses both ``NotImplementedError`` and ``ValueError``.
+    """
+
+
+def _check_value(node_id: str, key: str, value: Any, depth: int = 0) -> None:
+    if depth > 32:
+        raise ValueError(f"node {node_id}: metadata[{key!r}] is nested more than 32 levels deep")
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise ValueError(f"node {node_id}: metadata[{key!r}] = {value} does not fit a signed 64-bit integer")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"node {node_id}: metadata[{key!r}] is {value}; NaN and infinity cannot be stored")
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_value(node_id, key, item, depth + 1)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ValueError(f"node {node_id}: metadata[{key!r}] has a non-string key {k!r}")
+            _check_value(node_id, key, v, depth + 1)
+        return
+    raise ValueError(
+        f"node {node_id}: metadata[{key!r}] has type {type(value).__name__}; vector stores hold str, int, "
+        "float, bool, None, and lists/dicts of those (convert it, e.g. str(value) or value.isoformat())"
+    )
+
+
+def validate_node_metadata(node: BaseNode) -> None:
+    """Check that ``node.metadata`` can be stored by a foreign vector store and read back.
+
+    Allowed: string keys (non-empty, not in :data:`RESERVED_METADATA_KEYS`, except
+    ``ref_doc_id`` equal to the node's own) mapping to ``str``, ``bool``, ``int`` (signed
+    64-bit), finite ``float``, ``None``, and lists/tuples/dicts of those (nested ≤ 32 levels).
+
+    Raises:
+        ValueError: the first offending key, naming the node id, the key and the reason.
+    """
+    for key, value in node.metadata.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"node {node.node_id}: metadata keys must be non-empty strings, got {key!r}")
+        if key in RESERVED_METADATA_KEYS and not (key == "ref_doc_id" and value == node.ref_doc_id):
+            raise ValueError(
+                f"node {node.node_id}: metadata key {key!r} is reserved by ragloom's vector store adapters "
+                f"({', '.join(RESERVED_METADATA_KEYS)}); rename it"
+            )
+        _check_value(node.node_id, key, value)
+
+
+def flat_metadata_value(value: Any) -> Any:
+    """The value Chroma-style flat metadata holds for ``value`` (``None``: leave the key out).
+
+    ``str``/``int``/``float``/``bool`` stay; ``None`` and empty lists are left out (a filter
+    treats them as a missing key, as ragloom's filter semantics do); a non-empty list of one
+    scalar kind stays a list (ints and floats mixed become floats); anything else — dicts,
+    nested or mixed lists — becomes its JSON text.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, str, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        if all(isinstance(v, bool) for v in value) or all(isinstance(v, str) for v in value):
+            return list(value)
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+            if all(isinstance(v, int) for v in value):
+                return list(value)
+            return [float(v) for v in value]
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def filterable_metadata(metadata: Mapping[str, Any]) -> Dict[str, Any]:
+    """``metadata`` without its top-level ``None`` values (a missing key and ``None`` filter alike)."""
+    return {k: v for k, v in metadata.items() if v is not None}
+
+
+def node_content_json(node: BaseNode, remove_text: bool = True) -> str:
+    """The node as JSON without its embedding (and, with ``remove_text``, with empty text)."""
+    changes: Dict[str, Any] = {"embedding": None}
+    if remove_text and isinstance(node, TextNode):
+        changes["text"] = ""
+    return msgspec.json.encode(msgspec.structs.replace(node, **changes)).decode("utf-8")
+
+
+def node_to_metadata_dict(node: BaseNode, remove_text: bool = True, flat_metadata: bool = True) -> Dict[str, Any]:
+    """Flat metadata for one row: the node's metadata (flattened with :func:`flat_metadata_value`
+    when ``flat_metadata``), plus ``_node_content`` (the node JSON), ``_node_type``, ``ref_doc_id``
+    (when the node has one) and ``_ragloom_keys`` (the list of stored metadata keys, which lets
+    ``!=`` and ``nin`` filters require the key to exist).
+
+    Raises:
+        ValueError: metadata that :func:`validate_node_metadata` rejects.
+    """
+    validate_node_metadata(node)
+    out: Dict[str, Any] = {}
+    for key, value in node.metadata.items():
+        if key == "ref_doc_id":
+            continue
+        stored = flat_metadata_value(value) if flat_metadata else value
+        if stored is not None:
+            out[key] = stored
+    keys = list(out)
+    if keys:
+        out["_ragloom_keys"] = keys
+    out["_node_content"] = node_content_json(node, remove_text=remove_text)
+    out["_node_type"] = type(node).class_name()
+    if node.ref_doc_id is not None:
+        out["ref_doc_id"] = node.ref_doc_id
+    return out
+
+
+def metadata_dict_to_node(metadata: Mapping[str, Any], text: Optional[str] = None, node_id: Optional[str] = None) -> BaseNode:
+    """Rebuild a node from a row's metadata (and its text, kept apart by ``remove_text``).
+
+    Rows without ``_node_content`` (written by other tools) become a :class:`TextNode` with
+    the row's metadata minus the reserved keys.
+    """
+    content = metadata.get("_node_content") if metadata else None
+    node: Optional[BaseNode] = None
+    if isinstance(content, str):
+        try:
+            node = node_from_json(content)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
+            node = None
+    if node is None:
+        meta = {k: v for k, v in (metadata or {}).items() if k not in RESERVED_METADATA_KEYS}
+        node = TextNode(text=text or "", metadata=meta)
+        if node_id is not None:
+            node.id_ = node_id
+        return node
+    if text is not None and isinstance(node, TextNode) and not node.text:
+        node.text = text
+    return node
+
+
+def dedupe_last(nodes: Iterable[BaseNode]) -> List[BaseNode]:
+    """Nodes with repeated ids collapsed to the last occurrence, in first-seen order of the survivors."""
+    unique: Dict[str, BaseNode] = {}
+    for node in nodes:
+        unique.pop(node.node_id, None)
+        unique[node.node_id] = node
+    return list(unique.values())
+
+
+def check_embeddings(nodes: Sequence[BaseNode], dim: Optional[int]) -> np.ndarray:
+    """The nodes' embeddings as one ``(len(nodes), d)`` float32 matrix, after checking that every
+    node has a finite embedding of one dimension ``d`` (``dim`` when the store already knows it).
+
+    Raises:
+        ValueError: naming the first node with no, an empty, a non-finite, or a wrongly sized embedding.
+    """
+    expected = dim
+    for node in nodes:
+        emb = node.embedding
+        if emb is None:
+            raise ValueError(f"node {node.node_id} has no embedding; embed nodes before adding them to a vector store")
+        n = len(emb)
+        if n == 0:
+            raise ValueError(f"node {node.node_id} has an empty embedding")
+        if expected is not None and n != expected:
+            where = "the dimension of this vector store" if dim is not None else "the first node's"
+            raise ValueError(f"node {node.node_id}: embedding has dimension {n}, expected {expected} ({where})")
+        expected = n
+    matrix = np.asarray([node.embedding for node in nodes], dtype=np.float32).reshape(len(nodes), expected or 0)
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"node {nodes[bad].node_id}: embedding contains NaN or infinity")
+    return matrix
