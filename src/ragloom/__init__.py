@@ -33,10 +33,24 @@ _EXPORTS = {
     "StorageContext": "ragloom.storage",
     "load_index_from_storage": "ragloom.storage",
     "VectorStoreIndex": "ragloom.indices",
+    # retrieval: retrievers, postprocessors, IndexNode
+    "IndexNode": "ragloom.schema",
+    "BM25Retriever": "ragloom.retrievers",
+    "QueryFusionRetriever": "ragloom.retrievers",
+    "AutoMergingRetriever": "ragloom.retrievers",
+    "RecursiveRetriever": "ragloom.retrievers",
+    "VectorIndexRetriever": "ragloom.retrievers",
+    "SimilarityPostprocessor": "ragloom.postprocessor",
+    "SentenceTransformerRerank": "ragloom.postprocessor",
+    # answers: prompts, prompt packing, synthesizers
+    "PromptTemplate": "ragloom.prompts",
+    "PromptHelper": "ragloom.indices.prompt_helper",
+    "get_response_synthesizer": "ragloom.response_synthesizers",
     # ingestion
     "IngestionPipeline": "ragloom.ingestion",
     "IngestionCache": "ragloom.ingestion",
     "DocstoreStrategy": "ragloom.ingestion",
+    "IngestionStats": "ragloom.ingestion",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
