@@ -150,6 +150,7 @@ def test_ragloom_index_uses_a_cache_under_the_index_dir(tmp_path):
     first = run_index([docs], index_dir, show_progress=False)
     assert (index_dir / "embed_cache.sqlite").exists()
     assert first["embed_cache"]["misses"] == first["nodes_embedded"] > 0
-    second = run_index([docs], index_dir, full=True, show_progress=False)  # re-embeds everything: all hits
-    assert second["embed_cache"]["hits"] == second["nodes_embedded"] == first["nodes_embedded"]
+    second = run_index([docs], index_dir, full=True, show_progress=False)  # rewrites everything: all cache hits
+    assert second["embed_cache"]["hits"] == second["nodes_reused"] == second["nodes_written"] == first["nodes_embedded"]
+    assert second["nodes_embedded"] == 0  # the model computed nothing
     assert second["embed_cache"]["misses"] == 0

@@ -8,7 +8,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set
 
 import click
 
@@ -17,7 +17,7 @@ from ragloom.schema import Document, MetadataMode
 logger = logging.getLogger(__name__)
 
 #: A batch (split, embedded and committed in one transaction) closes at this many files
-#: or this many characters of text, whichever comes first, which bounds memory.
+#: (``--files-per-batch``) or this many characters of text, whichever comes first, which bounds memory.
 FILES_PER_BATCH = 32
 CHARS_PER_BATCH = 1_000_000
 _PART_RE = re.compile(r"_part_\d+$")
@@ -123,46 +123,92 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               chunk_overlap: Optional[int] = None, required_exts: Optional[List[str]] = None,
               exclude: Optional[List[str]] = None, recursive: bool = True, full: bool = False,
               embed_model: str = "default", show_progress: bool = True,
-              include_hidden: bool = False) -> Dict[str, Any]:
+              include_hidden: bool = False, files_per_batch: int = FILES_PER_BATCH,
+              wait: bool = False) -> Dict[str, Any]:
     """Index ``paths`` into ``index_dir`` incrementally; returns the summary shown by the CLI.
 
+    A thin layer over :meth:`IngestionPipeline.run_batches <ragloom.ingestion.IngestionPipeline.run_batches>`
+    (strategy ``UPSERTS_AND_DELETE``, transformations ``[SentenceSplitter, embed model]``, the
+    embed model's persistent ``embed_cache`` in ``index_dir/embed_cache.sqlite``):
+
+    - Files are read lazily and handed over in batches of ``files_per_batch`` files or
+      :data:`CHARS_PER_BATCH` characters, whichever comes first (bounding memory); each batch
+      commits in one SQLite transaction: the old nodes of its changed documents are deleted,
+      the new nodes, vectors, keyword (FTS) rows and document hashes written.  A run killed at
+      any point keeps every committed batch; the next run skips those documents (hash
+      unchanged) and redoes the rest, taking already computed vectors from the embedding cache.
     - A document is skipped when its hash (text + content metadata) matches the stored one
       and the chunking configuration is unchanged; a changed chunking configuration
-      re-chunks every document (as ``full=True`` does).
-    - A changed document's old nodes are deleted and its new nodes written in the same
-      transaction, batch by batch (so a killed run keeps every finished batch).
+      re-chunks every document (as ``full=True`` does).  The new configuration is recorded
+      as "in progress" before anything is written, so a re-chunk interrupted by a crash is
+      finished by the next run whatever its settings.
     - Documents of files that were deleted, or that now have no indexable text (empty,
-      binary, encrypted, …), are removed; files that failed for a transient reason
-      (permission denied, I/O error) keep their documents.
+      binary, encrypted, …), are removed — only below the indexed ``paths``; files that failed
+      for a transient reason (permission denied, I/O error) keep their documents.
     - A document that cannot be split (e.g. metadata longer than the chunk budget) is
       reported in ``skipped`` and the run goes on.
-
     - One writer at a time: a second ``ragloom index`` on the same directory fails at once with
-      "index … is locked by pid N" (:class:`~ragloom.storage.lock.IndexLock`).
+      "index … is locked by pid N" (:class:`~ragloom.storage.lock.IndexLock`), or with
+      ``wait=True`` polls every 0.2 s until the holder exits.
+
+    Summary keys: ``documents`` (``read``, ``added``, ``updated``, ``unchanged``, ``deleted``,
+    ``in_index``), ``nodes_written`` (nodes stored this run), ``nodes_embedded`` (of those, vectors
+    computed by the model), ``nodes_reused`` (vectors taken from the embedding cache),
+    ``tokens_embedded`` (tokens of the nodes written, embed-visible metadata included, in the
+    model's tokenizer), ``nodes_total``, ``batches`` (transactions committed), ``seconds`` …
 
     Raises:
-        click.BadParameter: invalid chunk size/overlap (checked before anything is created).
-        click.ClickException: the index is locked by another process.
+        click.BadParameter: invalid chunk size/overlap or ``files_per_batch`` (checked before
+            anything is created).
+        click.ClickException: the index is locked by another process (and ``wait`` is false).
     """
     from ragloom.embeddings import resolve_embed_model
-    from ragloom.errors import IndexLockedError
     from ragloom.storage.lock import IndexLock
 
+    if not isinstance(files_per_batch, int) or files_per_batch < 1:
+        raise click.BadParameter(f"--files-per-batch must be an integer >= 1, got {files_per_batch!r}")
     if not (Path(index_dir) / "ragloom.sqlite").exists():  # validate before creating anything
         _make_splitter(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap)
+    lock = IndexLock(index_dir)
+    _acquire(lock, wait)
     try:
-        with IndexLock(index_dir):
-            return _run_index_locked(paths, index_dir, chunk_size, chunk_overlap, required_exts, exclude,
-                                     recursive, full, embed_model, show_progress, include_hidden)
-    except IndexLockedError as exc:
-        raise click.ClickException(str(exc)) from None
+        return _run_index_locked(paths, index_dir, chunk_size, chunk_overlap, required_exts, exclude,
+                                 recursive, full, embed_model, show_progress, include_hidden, files_per_batch)
+    finally:
+        lock.release()
+
+
+#: Seconds between two attempts to take a locked index (``--wait``).
+LOCK_POLL_SECONDS = 0.2
+
+
+def _acquire(lock: Any, wait: bool) -> None:
+    """Take ``lock``; a held lock raises ``click.ClickException`` at once, or is polled for with ``wait``."""
+    from ragloom.errors import IndexLockedError
+
+    told = False
+    while True:
+        try:
+            lock.acquire()
+            return
+        except IndexLockedError as exc:
+            if not wait:
+                raise click.ClickException(str(exc)) from None
+            if not told:
+                pid = getattr(exc, "pid", None)
+                click.echo(f"index {lock.path.parent} is locked by pid {pid if pid is not None else '?'}; "
+                           "waiting for it to finish (--wait)", err=True)
+                told = True
+            time.sleep(LOCK_POLL_SECONDS)
 
 
 def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int],
                       chunk_overlap: Optional[int], required_exts: Optional[List[str]],
                       exclude: Optional[List[str]], recursive: bool, full: bool, embed_model: str,
-                      show_progress: bool, include_hidden: bool) -> Dict[str, Any]:
+                      show_progress: bool, include_hidden: bool, files_per_batch: int) -> Dict[str, Any]:
     from tqdm.auto import tqdm
+
+    from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
 
     t0 = time.perf_counter()
     index = _open_index(index_dir, create=True, embed_model=embed_model)
@@ -171,101 +217,57 @@ def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Option
 
         index.embed_model.embed_cache = Path(index_dir) / DEFAULT_CACHE_NAME
     splitter = _make_splitter(index.embed_model, chunk_size, chunk_overlap)
-    index._transformations = [splitter]
     tokenizer = index.embed_model.get_tokenizer()
-    docstore = index.docstore
+    index_store = index.storage_context.index_store
 
     struct = index.index_struct
     config = splitter.to_config()
-    rechunk = bool(struct.node_parser) and struct.node_parser != config
+    recorded = dict(struct.node_parser or {})
+    rechunk = bool(recorded) and recorded != config
+    if recorded != config:
+        # Recorded before any node is written: a re-chunk killed half-way leaves a marker that
+        # equals no real configuration, so the next run re-chunks again whatever its settings.
+        struct.node_parser = {"rechunk_in_progress": config} if recorded else config
+        index_store.add_index_struct(struct)
     if rechunk:
         logger.info("chunking configuration changed: re-chunking every document")
-    full = full or rechunk
+
+    pipeline = IngestionPipeline(
+        transformations=[splitter, index.embed_model],
+        docstore=index.docstore,
+        vector_store=index.vector_store,
+        docstore_strategy=DocstoreStrategy.UPSERTS_AND_DELETE,
+        # The docstore's hashes skip unchanged documents and the embed model's text-keyed
+        # embed_cache catches unchanged chunks of changed ones (and work of a killed run);
+        # a per-node IngestionCache would store every vector a second time.
+        disable_cache=True,
+    )
 
     readers = _readers(paths, recursive, required_exts, exclude, include_hidden)
     total_files = sum(len(r.list_resources()) for r in readers)
-    counts = {"added": 0, "updated": 0, "unchanged": 0, "deleted": 0}
-    stats = {"nodes": 0, "tokens": 0, "documents": 0}
-    seen_ids: Set[str] = set()
+    logger.info("indexing %d files into %s", total_files, index_dir)
     skipped: List[Dict[str, str]] = []
+    read_files: Set[str] = set()
+    gone_files: Set[str] = set()  # present but without indexable text now
+    tokens = [0]
     show_progress = show_progress and sys.stderr.isatty()
     bar_files = tqdm(total=total_files, desc="Reading  ", unit="file", position=0, disable=not show_progress)
     bar_embed = tqdm(total=0, desc="Embedding", unit="node", position=1, disable=not show_progress)
 
-    def split(docs: List[Document]) -> List[Any]:
-        try:
-            return splitter(docs)
-        except ValueError:  # find the documents that cannot be split; keep the others
-            nodes: List[Any] = []
-            for doc in docs:
-                try:
-                    nodes.extend(splitter([doc]))
-                except ValueError as exc:
-                    path = str(doc.metadata.get("file_path") or doc.id_)
-                    skipped.append({"path": _display_path(path), "reason": f"cannot be split: {exc}"})
-                    counts["added"] -= 1  # counted as added/updated before splitting
-                    failed.add(doc.id_)
-            return nodes
-
-    failed: Set[str] = set()
-
-    def flush(batch: List[Document]) -> None:
-        changed = []
-        for doc in batch:
-            old = docstore.get_document_hash(doc.id_)
-            if old is not None and old == doc.hash and not full:
-                counts["unchanged"] += 1
-                continue
-            counts["added"] += 1
-            changed.append((doc, old is not None))
-        if not changed:
-            return
-        nodes = split([d for d, _ in changed])
-        for doc, existed in changed:
-            if existed and doc.id_ not in failed:
-                counts["added"] -= 1
-                counts["updated"] += 1
-        texts = [n.get_content(MetadataMode.EMBED) for n in nodes]
-        if tokenizer is not None and texts:
-            stats["tokens"] += int(sum(tokenizer.count_batch(texts)))
-        bar_embed.total += len(nodes)
-        bar_embed.refresh()
-        step = max(1, index.embed_model.embed_batch_size * 4)
-        for i in range(0, len(nodes), step):
-            part = nodes[i : i + step]
-            vecs = index.embed_model.get_text_embedding_batch_array(texts[i : i + step])
-            for node, vec in zip(part, vecs):
-                node.embedding = vec.tolist()
-            bar_embed.update(len(part))
-        with index._transaction():
-            for doc, existed in changed:
-                if existed:
-                    index.delete_ref_doc(doc.id_, delete_from_docstore=True)
-            if nodes:
-                index._add_nodes(nodes, show_progress=False)
-            for doc, _ in changed:
-                if doc.id_ not in failed:
-                    docstore.set_document_hash(doc.id_, doc.hash)
-        stats["nodes"] += len(nodes)
-
-    read_files: Set[str] = set()
-    gone_files: Set[str] = set()  # present but without indexable text now
-    try:
+    def batches() -> Iterator[List[Document]]:
         for reader in readers:
             batch: List[Document] = []
             files_in_batch = chars_in_batch = 0
             for docs in reader.iter_data():
                 bar_files.update(1)
-                for doc in docs:
-                    seen_ids.add(doc.id_)
-                stats["documents"] += len(docs)
                 batch.extend(docs)
                 files_in_batch += 1
                 chars_in_batch += sum(len(d.text) for d in docs)
-                if files_in_batch >= FILES_PER_BATCH or chars_in_batch >= CHARS_PER_BATCH:
-                    flush(batch)
+                if files_in_batch >= files_per_batch or chars_in_batch >= CHARS_PER_BATCH:
+                    yield batch
                     batch, files_in_batch, chars_in_batch = [], 0, 0
-            flush(batch)
+            if batch:
+                yield batch
             report = reader.report
             read_files.update(_canonical(f.path) for f in report.read)
             for s in report.skipped:
@@ -273,42 +275,54 @@ def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Option
                 if not s.reason.startswith(_TRANSIENT_REASONS):
                     gone_files.add(_canonical(s.path))
         bar_files.update(bar_files.total - bar_files.n)
-    finally:
-        bar_files.close()
-        bar_embed.close()
+
+    def on_progress(event: str, payload: Any) -> None:
+        if event == "embedding":
+            bar_embed.total += payload
+            bar_embed.refresh()
+        elif event == "embedded":
+            bar_embed.update(payload)
+        elif event == "committed" and tokenizer is not None and payload:
+            tokens[0] += int(sum(tokenizer.count_batch([n.get_content(MetadataMode.EMBED) for n in payload])))
+            logger.info("committed a batch of %d nodes", len(payload))
 
     # documents whose files vanished from the indexed folders, or no longer have text
     roots = [_canonical(str(p)) + "/" for p in paths if p.is_dir()]
     roots += [_canonical(str(p)) for p in paths if p.is_file()]
-    stale = []
-    for doc_id in list(docstore.get_all_document_hashes().values()):
-        if doc_id in seen_ids:
-            continue
+
+    def in_scope(doc_id: str) -> bool:
         base = _PART_RE.sub("", doc_id)
         if not any(base == r or base.startswith(r) for r in roots):
-            continue
-        if base in gone_files or base in read_files or not os.path.exists(base):
-            stale.append(doc_id)
-    if stale:
-        with index._transaction():
-            for doc_id in stale:
-                index.delete_ref_doc(doc_id, delete_from_docstore=True)
-        counts["deleted"] = len(stale)
+            return False
+        return base in gone_files or base in read_files or not os.path.exists(base)
+
+    try:
+        stats = pipeline.run_batches(batches(), force=full or rechunk, delete_scope=in_scope,
+                                     progress_callback=on_progress, store_doc_text=False)
+    finally:
+        bar_files.close()
+        bar_embed.close()
+    for doc_id, message in stats.failed:
+        skipped.append({"path": _display_path(_PART_RE.sub("", doc_id)), "reason": f"cannot be split: {message}"})
 
     if struct.node_parser != config:
         struct.node_parser = config
-        index.storage_context.index_store.add_index_struct(struct)
+        index_store.add_index_struct(struct)
 
     return {
         "index_dir": str(index_dir),
         "files_total": total_files,
         "files_read": len(read_files),
         "skipped": skipped,
-        "documents": {"read": stats["documents"], **counts,
-                      "in_index": len(docstore.get_all_document_hashes())},
-        "nodes_embedded": stats["nodes"],
-        "tokens_embedded": stats["tokens"],
+        "documents": {"read": stats.documents, "added": stats.added, "updated": stats.updated,
+                      "unchanged": stats.unchanged, "deleted": stats.deleted,
+                      "in_index": stats.documents_in_docstore},
+        "nodes_written": stats.nodes_written,
+        "nodes_embedded": stats.nodes_embedded,
+        "nodes_reused": stats.nodes_reused,
+        "tokens_embedded": tokens[0],
         "nodes_total": _vector_count(index.vector_store),
+        "batches": stats.batches,
         "chunk_size": splitter.chunk_size,
         "chunk_overlap": splitter.chunk_overlap,
         "rechunked": rechunk,

@@ -72,15 +72,19 @@ def _echo_json(data: Any) -> None:
                    "'local:<folder or cached HF id>'.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+@click.option("--files-per-batch", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Files split, embedded and committed per transaction (a killed run keeps every finished batch).")
+@click.option("--wait", is_flag=True, help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
-              embed_model: str, as_json: bool, no_progress: bool) -> None:
+              embed_model: str, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
     detected, GBK/GB18030 included), splits them into chunks that fit the embedding
     model, embeds and stores them. Unreadable files are skipped and listed with the
-    reason. Running it again only processes new or changed files.
+    reason. Running it again only processes new or changed files and removes the
+    documents of deleted files; an interrupted run is finished by the next one.
     """
     from ragloom.cli.indexing import run_index
 
@@ -90,7 +94,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
-        include_hidden=include_hidden,
+        include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait,
     )
     if as_json:
         _echo_json(summary)
@@ -112,11 +116,9 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
                f"{d['unchanged']} unchanged); {d['deleted']} removed; {d['in_index']} in the index")
     if s.get("rechunked"):
         click.echo("  note            chunking settings changed: every document was re-chunked")
-    click.echo(f"  nodes embedded  {s['nodes_embedded']}  ({s['tokens_embedded']} tokens)")
+    click.echo(f"  nodes written   {s['nodes_written']}  ({s['tokens_embedded']} tokens): "
+               f"{s['nodes_embedded']} embedded, {s['nodes_reused']} reused from the embedding cache")
     click.echo(f"  nodes in index  {s['nodes_total']}")
-    cache = s.get("embed_cache")
-    if cache:
-        click.echo(f"  embed cache     {cache.get('hits', 0)} hits, {cache.get('misses', 0)} misses")
     click.echo(f"  time            {s['seconds']:.1f} s")
 
 
@@ -161,6 +163,11 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
             body = body[:max_chars].rstrip() + " …"
         click.echo(body)
         click.echo("")
+
+
+from ragloom.cli.ask import ask_cmd  # noqa: E402  (the command lives in cli/ask.py)
+
+cli.add_command(ask_cmd)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

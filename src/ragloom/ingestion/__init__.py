@@ -4,7 +4,8 @@ from ragloom.ingestion.cache import IngestionCache, node_transform_key
 from ragloom.ingestion.pipeline import (
     DocstoreStrategy,
     IngestionPipeline,
+    IngestionStats,
     run_transformations,
 )
 
-__all__ = ["DocstoreStrategy", "IngestionCache", "IngestionPipeline", "node_transform_key", "run_transformations"]
+__all__ = ["DocstoreStrategy", "IngestionCache", "IngestionPipeline", "IngestionStats", "node_transform_key", "run_transformations"]

@@ -1,0 +1,337 @@
+"""`ragloom index` killed with SIGKILL at random points, then rerun: the index ends up exactly as a clean build.
+
+Real processes (``python -m ragloom.cli index``) on a dozen small English and Chinese Markdown
+files from ``../shared/data``, the bundled model and the real SQLite store.  Kills land:
+
+* at random delays after the run announced itself (reading, splitting, loading the model,
+  embedding, writing — wherever the clock falls; seeded, so the sequence is reproducible);
+* inside a write transaction, after every write and before COMMIT
+  (``RAGLOOM_TEST_KILL_IN_COMMIT``);
+* right after a commit (``RAGLOOM_TEST_KILL_AFTER_BATCHES``).
+
+After every kill the partial index must be consistent (vectors, keyword rows, docstore links
+and hashes agree; a document whose hash is recorded has exactly its clean-build nodes); after
+the final run it must equal a clean build: same node ids and content, same document hashes,
+one vector per node (equal to the clean build's), no duplicates, same keyword-search results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FILES = [
+    "en/docs/environment-variables.md",
+    "en/docs/how-to/index.md",
+    "en/docs/reference/middleware.md",
+    "en/docs/reference/status.md",
+    "en/docs/tutorial/encoder.md",
+    "en/docs/tutorial/cookie-params.md",
+    "zh/docs/advanced/wsgi.md",
+    "zh/docs/deployment/index.md",
+    "zh/docs/advanced/testing-events.md",
+    "zh/docs/deployment/cloud.md",
+    "zh/docs/advanced/response-change-status-code.md",
+    "zh/docs/advanced/response-cookies.md",
+]
+CHUNK = ["--chunk-size", "128", "--chunk-overlap", "16"]
+KEYWORD_QUERIES = ["cookie", "middleware status code", "部署", "测试 事件", "environment variable"]
+#: Seconds any one `ragloom index` process may take before the test fails.
+RUN_TIMEOUT = 240
+
+
+#: English and Chinese files for the shorter tests (a third of the work).
+SMALL = [FILES[i] for i in (0, 1, 3, 6, 7, 8)]
+
+
+def _copy(shared_data, tmp_path, files):
+    src = Path(shared_data) / "markdown_fastapi" / "docs"
+    dst = tmp_path / "corpus"
+    dst.mkdir()
+    for rel in files:
+        shutil.copyfile(src / rel, dst / rel.replace("/", "_"))
+    return dst
+
+
+@pytest.fixture()
+def corpus(shared_data, tmp_path):
+    return _copy(shared_data, tmp_path, FILES)
+
+
+@pytest.fixture()
+def small_corpus(shared_data, tmp_path):
+    return _copy(shared_data, tmp_path, SMALL)
+
+
+def _cmd(corpus, index_dir, *extra, chunk=CHUNK):
+    return [sys.executable, "-m", "ragloom.cli", "-v", "index", str(corpus), "--index-dir", str(index_dir),
+            "--json", "--no-progress", "--files-per-batch", "1", *chunk, *extra]
+
+
+def _env(**hooks):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env.pop("RAGLOOM_TEST_KILL_IN_COMMIT", None)
+    env.pop("RAGLOOM_TEST_KILL_AFTER_BATCHES", None)
+    env.update({k: str(v) for k, v in hooks.items()})
+    return env
+
+
+def _run(corpus, index_dir, *extra):
+    """One complete run, in this process (the model is loaded once for all of them); returns its JSON summary."""
+    from click.testing import CliRunner
+
+    from ragloom.cli import cli
+
+    res = CliRunner().invoke(cli, _cmd(corpus, index_dir, *extra)[4:])
+    assert res.exit_code == 0, res.output[-3000:]
+    return json.loads(res.stdout)
+
+
+def _wait_for(path, text, proc, count=1, timeout=RUN_TIMEOUT):
+    """Wait until ``text`` appears ``count`` times in the log ``path``; ``False`` if ``proc`` ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.read_text(errors="replace").count(text) >= count:
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.01)
+    raise AssertionError(f"{text!r} never appeared {count} times in {path}")
+
+
+def _killed_run(corpus, index_dir, log, delay=None, after=("indexing ", 1), **hooks):
+    """Start a run; SIGKILL it ``delay`` s after its log shows ``after`` = (text, times), or let a hook kill it.
+
+    Returns ``"killed"`` or ``"finished"`` (the run ended before the kill).
+    """
+    with open(log, "w") as err:
+        proc = subprocess.Popen(_cmd(corpus, index_dir), env=_env(**hooks), stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        if delay is not None and _wait_for(log, after[0], proc, count=after[1]):
+            time.sleep(delay)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+        rc = proc.wait(timeout=RUN_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc in (0, -signal.SIGKILL), log.read_text()[-3000:]
+    return "killed" if rc == -signal.SIGKILL else "finished"
+
+
+def _state(index_dir):
+    """Everything the index holds, read from its database, with the consistency checks every state must pass."""
+    from ragloom.schema import MetadataMode, node_from_json
+    from ragloom.storage.sqlite import SQLiteDatabase
+    from ragloom.vector_stores.sqlite import SQLiteVectorStore
+    from ragloom.vector_stores.types import VectorStoreQuery
+
+    db = SQLiteDatabase(Path(index_dir) / "ragloom.sqlite", create=False)
+    try:
+        assert db.execute("PRAGMA integrity_check") == [("ok",)]
+        store = SQLiteVectorStore(db)
+        rows = db.execute("SELECT id, node_id, ref_doc_id, node FROM vs_default_nodes")
+        rowid_of = {node_id: rid for rid, node_id, _, _ in rows}
+        assert len(rowid_of) == len(rows)  # no duplicate node ids
+        nodes = {}
+        for _, node_id, ref, data in rows:
+            node = node_from_json(data)
+            nodes[node_id] = (ref, node.text, node.get_content(MetadataMode.EMBED), node.start_char_idx,
+                              node.end_char_idx)
+        has_vectors = bool(db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vs_default_vectors'"))
+        vec_rows = db.execute("SELECT rowid, embedding FROM vs_default_vectors") if has_vectors else []
+        vectors = {rid: np.frombuffer(blob, dtype=np.float32) for rid, blob in vec_rows}
+        assert set(vectors) == set(rowid_of.values()), "a node without its vector, or a vector without its node"
+        fts = {r[0] for r in db.execute("SELECT rowid FROM vs_default_fts")}
+        assert fts == set(rowid_of.values()), "keyword (FTS) rows disagree with the nodes"
+        db.execute("INSERT INTO vs_default_fts(vs_default_fts) VALUES('integrity-check')")
+        links = {(d, r) for d, r in db.execute("SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL")}
+        assert links == {(n, v[0]) for n, v in nodes.items()}, "docstore node links disagree with the vector store"
+        hashes = dict(db.execute("SELECT doc_id, doc_hash FROM docstore_meta WHERE ref_doc_id IS NULL AND doc_hash IS NOT NULL"))
+        assert {v[0] for v in nodes.values()} <= set(hashes), "nodes of a document whose hash is not recorded"
+        keyword = {}
+        for q in KEYWORD_QUERIES:
+            res = store.query(VectorStoreQuery(query_str=q, mode="text_search", similarity_top_k=1000))
+            keyword[q] = sorted(res.ids or [])
+        return {
+            "nodes": nodes,
+            "vectors": {n: vectors[rowid_of[n]] for n in nodes},
+            "hashes": hashes,
+            "keyword": keyword,
+        }
+    finally:
+        db.close()
+
+
+def _per_doc(state):
+    out = {}
+    for node_id, v in state["nodes"].items():
+        out.setdefault(v[0], set()).add(node_id)
+    return out
+
+
+def _assert_same(state, clean):
+    assert state["hashes"] == clean["hashes"]
+    assert set(state["nodes"]) == set(clean["nodes"]) and len(state["nodes"]) == len(clean["nodes"])
+    assert state["nodes"] == clean["nodes"]
+    for node_id, vec in clean["vectors"].items():
+        np.testing.assert_allclose(state["vectors"][node_id], vec, atol=1e-4)
+    assert state["keyword"] == clean["keyword"]
+
+
+def _assert_partial_is_a_prefix_of(state, clean):
+    """Every document whose hash is recorded holds exactly its clean-build nodes."""
+    clean_docs, docs = _per_doc(clean), _per_doc(state)
+    for doc_id, h in state["hashes"].items():
+        assert clean["hashes"].get(doc_id) == h
+        assert docs.get(doc_id, set()) == clean_docs.get(doc_id, set()), doc_id
+        for node_id in docs.get(doc_id, ()):
+            assert state["nodes"][node_id] == clean["nodes"][node_id]
+
+
+def test_sigkill_at_random_points_then_rerun_equals_a_clean_build(corpus, tmp_path):
+    clean_dir = tmp_path / "clean"
+    clean_summary = _run(corpus, clean_dir)
+    clean = _state(clean_dir)
+    assert clean_summary["documents"]["added"] == len(FILES) and clean_summary["batches"] == len(FILES)
+    assert len(clean["nodes"]) == clean_summary["nodes_total"] > len(FILES)
+
+    # Kill points, adapted to the machine's speed by waiting for the run's own log lines:
+    # "startup" = a random delay after the run announced itself (reading, splitting, loading the
+    # model); "batch" = a random delay after its k-th commit (splitting, embedding or writing the
+    # next batch); "in_commit" / "after" = the hooks (inside a transaction / right after a commit).
+    # The random kills also carry the after-2-commits hook as a backstop, so that on a fast machine
+    # no run gets further than 2 batches and the sequence never completes the index early.
+    rng = random.Random(20240605)
+    plan = [("startup", 1.5), ("in_commit", 1), ("batch", 1), ("after", 1), ("startup", 3.0),
+            ("in_commit", 2), ("batch", 1), ("in_commit", 1), ("after", 1), ("batch", 1)]
+    idx = tmp_path / "crashed"
+    outcomes, committed = [], []
+    for i, (kind, n) in enumerate(plan):
+        log = tmp_path / f"kill{i}.log"
+        if kind == "startup":
+            outcome = _killed_run(corpus, idx, log, delay=rng.uniform(0.0, n), RAGLOOM_TEST_KILL_AFTER_BATCHES=2)
+        elif kind == "batch":
+            outcome = _killed_run(corpus, idx, log, delay=rng.uniform(0.0, 0.5), after=("committed a batch", n),
+                                  RAGLOOM_TEST_KILL_AFTER_BATCHES=2)
+        elif kind == "in_commit":
+            outcome = _killed_run(corpus, idx, log, RAGLOOM_TEST_KILL_IN_COMMIT=n)
+        else:
+            outcome = _killed_run(corpus, idx, log, RAGLOOM_TEST_KILL_AFTER_BATCHES=n)
+        outcomes.append(outcome)
+        if (idx / "ragloom.sqlite").exists():
+            state = _state(idx)
+            _assert_partial_is_a_prefix_of(state, clean)
+            committed.append(len(state["hashes"]))
+    assert outcomes.count("killed") >= 6, outcomes
+    # the kills left the index part-built at least twice, at different points
+    partial = {c for c in committed if 0 < c < len(FILES)}
+    assert len(partial) >= 2, committed
+
+    final = _run(corpus, idx)
+    assert final["documents"]["in_index"] == len(FILES)
+    assert final["documents"]["added"] + final["documents"]["unchanged"] == len(FILES)
+    _assert_same(_state(idx), clean)
+
+
+def test_files_changed_between_kills_replace_exactly_their_nodes(small_corpus, tmp_path):
+    corpus, idx = small_corpus, tmp_path / "crashed"
+    first = _run(corpus, idx)
+    assert first["documents"]["added"] == len(SMALL)
+    before = _per_doc(_state(idx))
+    names = sorted(p.name for p in corpus.iterdir())
+    changed, removed = corpus / names[0], corpus / names[4]
+    changed_id = os.path.realpath(changed)
+    old_ids = before[changed_id]
+
+    changed.write_text(changed.read_text(encoding="utf-8") + "\n\nCrash-safe indexing appends this paragraph.\n",
+                       encoding="utf-8")
+    assert _killed_run(corpus, idx, tmp_path / "k1.log", RAGLOOM_TEST_KILL_IN_COMMIT=1) == "killed"
+    assert _per_doc(_state(idx))[changed_id] == old_ids  # the killed transaction changed nothing
+    os.remove(removed)
+    (corpus / "new_zh.md").write_text("# 新文件\n\n崩溃之后重新运行，索引应该和干净构建完全一致。\n", encoding="utf-8")
+    _killed_run(corpus, idx, tmp_path / "k2.log", RAGLOOM_TEST_KILL_AFTER_BATCHES=1)
+    changed.write_text(changed.read_text(encoding="utf-8").replace("Crash-safe", "Kill-safe"), encoding="utf-8")
+    _killed_run(corpus, idx, tmp_path / "k3.log", RAGLOOM_TEST_KILL_IN_COMMIT=1)
+    _state(idx)  # consistent after every kill
+
+    final = _run(corpus, idx)
+    assert final["documents"]["deleted"] == 1
+    clean_dir = tmp_path / "clean"
+    _run(corpus, clean_dir)
+    clean = _state(clean_dir)
+    state = _state(idx)
+    _assert_same(state, clean)
+    now = _per_doc(state)
+    assert now[changed_id] == _per_doc(clean)[changed_id]
+    assert not (old_ids - now[changed_id]) & set(state["nodes"])  # none of its old nodes is left
+    assert os.path.realpath(removed) not in now and os.path.realpath(removed) not in state["hashes"]
+    assert any("Kill-safe" in state["nodes"][n][1] for n in now[changed_id])
+
+
+def test_second_writer_fails_at_once_and_wait_lets_it_finish_after(small_corpus, tmp_path):
+    corpus, idx = small_corpus, tmp_path / "idx"
+    log_a = tmp_path / "a.log"
+    with open(log_a, "w") as err:
+        a = subprocess.Popen(_cmd(corpus, idx), env=_env(), stdout=subprocess.PIPE, stderr=err, text=True)
+    c = None
+    try:
+        assert _wait_for(log_a, "committed a batch", a)
+        a.send_signal(signal.SIGSTOP)  # A holds the lock, part-way through
+        t0 = time.monotonic()
+        b = subprocess.run(_cmd(corpus, idx), env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                           check=False)
+        assert b.returncode == 1 and f"is locked by pid {a.pid}" in b.stderr, b.stderr
+        assert "Traceback" not in b.stderr and time.monotonic() - t0 < 60
+
+        log_c = tmp_path / "c.log"
+        with open(log_c, "w") as err:
+            c = subprocess.Popen(_cmd(corpus, idx, "--wait"), env=_env(), stdout=subprocess.PIPE, stderr=err, text=True)
+        assert _wait_for(log_c, "waiting", c)
+        time.sleep(1.0)
+        assert c.poll() is None  # still waiting for A
+        a.send_signal(signal.SIGCONT)
+        out_a, _ = a.communicate(timeout=RUN_TIMEOUT)
+        assert a.returncode == 0
+        out_c, _ = c.communicate(timeout=RUN_TIMEOUT)
+        assert c.returncode == 0, log_c.read_text()[-3000:]
+    finally:
+        for p in (a, c):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait()
+    sa, sc = json.loads(out_a), json.loads(out_c)
+    assert sa["documents"]["in_index"] == len(SMALL)
+    assert sc["documents"]["unchanged"] == len(SMALL) and sc["nodes_written"] == 0
+    state = _state(idx)
+    assert len(state["hashes"]) == len(SMALL) and len(state["nodes"]) == sa["nodes_total"]
+
+
+def test_a_rechunk_killed_half_way_is_finished_by_the_next_run_whatever_its_settings(small_corpus, tmp_path):
+    corpus, idx = small_corpus, tmp_path / "idx"
+    _run(corpus, idx)  # chunk 128
+    # a re-chunk to 96 tokens, killed after its first batch: one document now has 96-token chunks
+    with open(tmp_path / "k.log", "w") as err:
+        rc = subprocess.run(_cmd(corpus, idx, chunk=["--chunk-size", "96", "--chunk-overlap", "12"]),
+                            env=_env(RAGLOOM_TEST_KILL_AFTER_BATCHES=1), stdout=subprocess.DEVNULL, stderr=err,
+                            timeout=RUN_TIMEOUT, check=False).returncode
+    assert rc == -signal.SIGKILL
+    # back to the original settings: the half-done re-chunk must not be mistaken for "unchanged"
+    s = _run(corpus, idx)
+    assert s["rechunked"] is True and s["documents"]["updated"] == len(SMALL)
+    assert s["nodes_embedded"] == 0 and s["nodes_reused"] == s["nodes_written"]  # vectors from the cache
+    clean_dir = tmp_path / "clean"
+    _run(corpus, clean_dir)
+    _assert_same(_state(idx), _state(clean_dir))
