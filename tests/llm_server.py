@@ -41,24 +41,14 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import struct
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Sequence, Union
 
+from local_http_server import Fault, JSONHandler, LocalHTTPServer  # noqa: F401  (Fault re-exported)
+
 _PIECE = re.compile(r"\s*\S+\s*|\s+")
-
-
-@dataclass
-class Fault:
-    kind: str
-    retry_after: Optional[str] = None
-    seconds: float = 0.0
-    body: Optional[str] = None
 
 
 def split_pieces(text: str) -> List[str]:
@@ -81,35 +71,10 @@ def _last_user(messages: Sequence[Dict[str, Any]]) -> str:
     return ""
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: "_Server"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except (OSError, ValueError):
-            pass
+class _Handler(JSONHandler):
+    server: Any  # its ``owner`` is the OpenAICompatibleServer
 
     # -- low level ------------------------------------------------------------------
-    def _send(self, status: int, payload: Any = None, raw: Optional[bytes] = None,
-              headers: Optional[Dict[str, str]] = None) -> None:
-        body = raw if raw is not None else json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True
-
     def _stream(self, content_type: str, chunks: Iterable[bytes], delay: float) -> None:
         """Chunked transfer encoding, one flush per chunk, ``delay`` seconds apart."""
         try:
@@ -127,14 +92,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             self.close_connection = True
-
-    def _reset(self) -> None:
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.close_connection = True
 
     # -- dispatch ---------------------------------------------------------------------
     def do_GET(self) -> None:
@@ -310,14 +267,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._stream("application/x-ndjson", lines(), srv.stream_delay)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    owner: "OpenAICompatibleServer"
-
-
-class OpenAICompatibleServer:
+class OpenAICompatibleServer(LocalHTTPServer):
     """Start with ``with OpenAICompatibleServer(answer=...) as srv:`` or :meth:`start` / :meth:`stop`."""
+
+    handler = _Handler
 
     def __init__(
         self,
@@ -340,37 +293,12 @@ class OpenAICompatibleServer:
         self._faults: Deque[Fault] = deque(faults)
         self._requests: List[Dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server: Optional[_Server] = None
-        self._thread: Optional[threading.Thread] = None
+        super().__init__()
 
-    # -- lifecycle --------------------------------------------------------------------
-    def start(self) -> "OpenAICompatibleServer":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.owner = self
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
+    def _attach(self, server: Any) -> None:
+        server.owner = self
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "OpenAICompatibleServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    # -- test API ---------------------------------------------------------------------
-    @property
-    def root(self) -> str:
-        """``http://127.0.0.1:PORT`` (the Ollama base URL)."""
-        assert self._server is not None, "server not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
+    # -- test API (``root``, ``http://127.0.0.1:PORT``, is the Ollama base URL) ---------
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT/v1`` (the OpenAI ``api_base``)."""

@@ -18,7 +18,9 @@ of its distinct analysed tokens (OR); scores are returned negated so that higher
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
+
+import msgspec
 
 from ragloom.analysis import analyze, analyze_to_string
 from ragloom.schema import BaseNode, MetadataMode
@@ -28,6 +30,9 @@ __all__ = [
     "keyword_text",
     "create_fts_table",
     "fill_fts_table",
+    "create_node_table",
+    "write_node_rows",
+    "delete_node_rows",
     "KEYWORD_TEXT_VERSION",
     "match_expression",
     "keyword_search",
@@ -103,6 +108,87 @@ def fill_fts_table(conn: Any, fts: str, nodes: str) -> int:
             [(rowid, keyword_text(node_from_json(data))) for rowid, data in rows],
         )
     return len(rows)
+
+
+def create_node_table(conn: Any, nodes: str) -> None:
+    """Create the node table ``nodes`` (layout in the module docs) and its ``ref_doc_id`` index
+    on the apsw connection ``conn`` if missing."""
+    conn.execute(
+        f"""
+        CREATE TABLE IF NOT EXISTS "{nodes}" (
+            id         INTEGER PRIMARY KEY,
+            node_id    TEXT NOT NULL UNIQUE,
+            ref_doc_id TEXT,
+            metadata   BLOB NOT NULL,
+            node       TEXT NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS "{nodes}_ref_doc" ON "{nodes}"(ref_doc_id);
+        """
+    )
+
+
+def write_node_rows(
+    conn: Any,
+    nodes: str,
+    fts: str,
+    chunk: Sequence[BaseNode],
+    replace: bool = True,
+    rowid_tables: Iterable[str] = (),
+) -> List[int]:
+    """Upsert the node rows of ``chunk`` (distinct node ids) into ``nodes`` and their keyword
+    rows into ``fts``, on ``conn`` inside the caller's transaction; the node rows' ids, in
+    ``chunk`` order.
+
+    With ``replace`` the rows keyed by these nodes' row ids are first deleted from ``fts`` and
+    from each table of ``rowid_tables`` (e.g. the vector table, which the caller then refills);
+    pass ``replace=False`` only when none of the node ids can be stored yet.  The node JSON is
+    stored without the embedding.
+    """
+    if replace:
+        ids_json = json.dumps([n.node_id for n in chunk])
+        for table in (*rowid_tables, fts):
+            conn.execute(
+                f'DELETE FROM "{table}" WHERE rowid IN '
+                f'(SELECT id FROM "{nodes}" WHERE node_id IN (SELECT value FROM json_each(?)))',
+                (ids_json,),
+            )
+    encode = msgspec.json.encode
+    rows = [
+        (
+            n.node_id,
+            n.ref_doc_id,
+            encode(n.metadata).decode("utf-8"),
+            encode(msgspec.structs.replace(n, embedding=None)).decode("utf-8"),
+        )
+        for n in chunk
+    ]
+    rowids = [
+        r[0]
+        for r in conn.executemany(
+            f'INSERT INTO "{nodes}"(node_id, ref_doc_id, metadata, node) '
+            "VALUES (?, ?, jsonb(?), ?) ON CONFLICT(node_id) DO UPDATE SET "
+            "ref_doc_id = excluded.ref_doc_id, metadata = excluded.metadata, node = excluded.node "
+            "RETURNING id",
+            rows,
+        )
+    ]
+    conn.executemany(
+        f'INSERT INTO "{fts}"(rowid, tokens) VALUES (?, ?)',
+        [(rowid, keyword_text(chunk[i])) for i, rowid in enumerate(rowids)],
+    )
+    return rowids
+
+
+def delete_node_rows(
+    conn: Any, nodes: str, fts: str, where: str, params: Sequence[Any], rowid_tables: Iterable[str] = ()
+) -> int:
+    """Delete the rows of ``nodes`` matching ``where`` (SQL over ``nodes`` aliased ``n``, see
+    :func:`nodes_where`) with their rows in each of ``rowid_tables`` and in ``fts``, on ``conn``
+    inside the caller's transaction; the number of node rows deleted."""
+    for table in (*rowid_tables, fts):
+        conn.execute(f'DELETE FROM "{table}" WHERE rowid IN (SELECT id FROM "{nodes}" AS n WHERE {where})', params)
+    conn.execute(f'DELETE FROM "{nodes}" AS n WHERE {where}', params)
+    return int(conn.changes())
 
 
 def match_expression(query_str: str) -> Optional[str]:

@@ -253,6 +253,10 @@ class _Events:
         return self.sse and payload.strip() == "[DONE]"
 
 
+#: what :meth:`HTTPTransport._stream_item` returns at ``data: [DONE]``
+_END = object()
+
+
 async def _then_blank(lines: AsyncIterator[str]) -> AsyncIterator[str]:
     async for line in lines:
         yield line
@@ -404,6 +408,21 @@ class HTTPTransport:
     def _error(self, fault: _Fault, attempts: int, url: str) -> ProviderError:
         return self.error_cls(self.provider, self.model, fault.reason, fault.status, attempts, url)
 
+    def _stream_item(self, events: _Events, line: str, parse_event: Callable[[Any], Any], status: int) -> Any:
+        """What one line of an open stream yields: ``None`` (nothing yet, or an event
+        ``parse_event`` skips), :data:`_END` (``[DONE]``), or the parsed event.  Raises
+        :class:`_Fault` for a malformed or rejected event (not retried)."""
+        text = events.feed(line)
+        if text is None:
+            return None
+        if events.is_done(text):
+            return _END
+        return self._parse(parse_event, _decode_event(text), status, retryable=False)
+
+    def _stream_broke(self, exc: httpx.HTTPError, attempts: int, url: str) -> ProviderError:
+        fault = self._transport_fault(exc, url)
+        return self._error(_Fault(f"stream broke: {fault.reason}", False), attempts, url)
+
     # -- public ----------------------------------------------------------------------
     def post(
         self,
@@ -514,19 +533,15 @@ class HTTPTransport:
             raise self._error(fault, count, url) from fault.__cause__
         try:
             for line in itertools.chain(resp.iter_lines(), [""]):  # "" ends a last unterminated event
-                text = events.feed(line)
-                if text is None:
-                    continue
-                if events.is_done(text):
+                item = self._stream_item(events, line, parse_event, resp.status_code)
+                if item is _END:
                     return
-                item = self._parse(parse_event, _decode_event(text), resp.status_code, retryable=False)
                 if item is not None:
                     yield item
         except _Fault as fault:
             raise self._error(fault, count, url) from fault.__cause__
         except httpx.HTTPError as exc:
-            fault = self._transport_fault(exc, url)
-            raise self._error(_Fault(f"stream broke: {fault.reason}", False), count, url) from exc
+            raise self._stream_broke(exc, count, url) from exc
         finally:
             resp.close()
 
@@ -565,19 +580,15 @@ class HTTPTransport:
                 raise self._error(fault, count, url) from fault.__cause__
             try:
                 async for line in _then_blank(resp.aiter_lines()):
-                    text = events.feed(line)
-                    if text is None:
-                        continue
-                    if events.is_done(text):
+                    item = self._stream_item(events, line, parse_event, resp.status_code)
+                    if item is _END:
                         return
-                    item = self._parse(parse_event, _decode_event(text), resp.status_code, retryable=False)
                     if item is not None:
                         yield item
             except _Fault as fault:
                 raise self._error(fault, count, url) from fault.__cause__
             except httpx.HTTPError as exc:
-                fault = self._transport_fault(exc, url)
-                raise self._error(_Fault(f"stream broke: {fault.reason}", False), count, url) from exc
+                raise self._stream_broke(exc, count, url) from exc
             finally:
                 await resp.aclose()
         finally:

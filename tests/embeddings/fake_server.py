@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import socket
-import struct
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Deque, Dict, List, Optional
 
 import numpy as np
+from local_http_server import Fault, JSONHandler, LocalHTTPServer  # noqa: F401  (Fault re-exported)
 
 DIM = 8
 
@@ -45,14 +43,6 @@ def fake_vector(text: str, dim: int = DIM) -> List[float]:
     v = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
     v /= np.linalg.norm(v)
     return [float(x) for x in v]
-
-
-@dataclass
-class Fault:
-    kind: str
-    retry_after: Optional[str] = None
-    seconds: float = 0.0
-    body: Optional[str] = None
 
 
 @dataclass
@@ -82,42 +72,10 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: "_Server"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except (OSError, ValueError):
-            pass
+class _Handler(JSONHandler):
+    server: Any  # its ``state`` is the server's _State
 
     # -- helpers ---------------------------------------------------------------------
-    def _send(self, status: int, payload: Any = None, raw: Optional[bytes] = None, headers: Optional[Dict[str, str]] = None) -> None:
-        body = raw if raw is not None else json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
-            self.wfile.flush()
-        except OSError:
-            self.close_connection = True
-
-    def _reset(self) -> None:
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.close_connection = True
-
     def _endpoint(self) -> Optional[str]:
         p = self.path.split("?", 1)[0]
         if p == "/v1/embeddings":
@@ -227,47 +185,24 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"embeddings": out})
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    state: _State
-
-
-class FakeEmbeddingServer:
+class FakeEmbeddingServer(LocalHTTPServer):
     """Start with ``with FakeEmbeddingServer() as srv:`` or :meth:`start`/:meth:`stop`."""
+
+    handler = _Handler
 
     def __init__(self, dim: int = DIM, delay: float = 0.0, ollama_context_length: int = 8192,
                  ollama_num_ctx: Optional[int] = None) -> None:
         self.state = _State(dim=dim, delay=delay, ollama_context_length=ollama_context_length,
                             ollama_num_ctx=ollama_num_ctx)
-        self._server: Optional[_Server] = None
-        self._thread: Optional[threading.Thread] = None
+        super().__init__()
 
-    def start(self) -> "FakeEmbeddingServer":
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.state = self.state
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeEmbeddingServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def _attach(self, server: Any) -> None:
+        server.state = self.state
 
     # -- test API ----------------------------------------------------------------------
     @property
     def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.root
 
     def inject(self, endpoint: str, *faults: Fault) -> None:
         with self.state.lock:

@@ -172,7 +172,7 @@ class Ollama(RemoteLLM):
 
     def _chat_request(self, messages: Sequence[ChatMessage], stream: bool, **kwargs: Any) -> Request:
         payload = self._payload(stream, kwargs)
-        payload["messages"] = [{"role": m.role.value, "content": m.content} for m in messages]
+        payload["messages"] = self._message_dicts(messages)
         return f"{self.base_url}/api/chat", payload
 
     def _complete_request(self, prompt: str, formatted: bool, stream: bool, **kwargs: Any) -> Request:

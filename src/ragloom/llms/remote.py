@@ -184,6 +184,11 @@ class RemoteLLM(LLM):
         return [ChatMessage(role=MessageRole.USER, content=prompt)]
 
     @staticmethod
+    def _message_dicts(messages: Sequence[ChatMessage]) -> List[Dict[str, str]]:
+        """``messages`` as the ``[{"role": ..., "content": ...}]`` list both OpenAI and Ollama take."""
+        return [{"role": m.role.value, "content": m.content} for m in messages]
+
+    @staticmethod
     def _chat_response(text: str, raw: Any = None, delta: Optional[str] = None) -> ChatResponse:
         return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=delta, raw=raw)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, List, Sequence
 
 from ragloom.response_synthesizers.base import EMPTY_RESPONSE, BaseSynthesizer, LLMCall, Plan
-from ragloom.response_synthesizers.refine import _qa
+from ragloom.response_synthesizers.refine import TEXT_QA_SPEC
 
 __all__ = ["Accumulate", "CompactAccumulate", "DEFAULT_ACCUMULATE_SEPARATOR"]
 
@@ -32,6 +32,8 @@ class Accumulate(BaseSynthesizer):
         ValueError: ``streaming=True``; ``text_qa_template`` lacks ``context_str``; no LLM.
     """
 
+    _prompt_specs = {"text_qa_template": TEXT_QA_SPEC}
+
     def __init__(
         self,
         llm: Any = None,
@@ -47,15 +49,8 @@ class Accumulate(BaseSynthesizer):
             raise ValueError("streaming=True is not available with response_mode='accumulate' / 'compact_accumulate'")
         super().__init__(llm=llm, callback_manager=callback_manager, prompt_helper=prompt_helper,
                          streaming=False, verbose=verbose, **kwargs)
-        self._text_qa_template = _qa(text_qa_template)
+        self._set_prompt("text_qa_template", text_qa_template)
         self._use_async = bool(use_async)
-
-    def _get_prompts(self) -> dict:
-        return {"text_qa_template": self._text_qa_template}
-
-    def _update_prompts(self, prompts: dict) -> None:
-        if "text_qa_template" in prompts:
-            self._text_qa_template = _qa(prompts["text_qa_template"])
 
     def _pieces(self, prompt: Any, text_chunks: Sequence[str]) -> List[str]:
         helper, llm = self.prompt_helper, self._llm

@@ -22,9 +22,10 @@ import concurrent.futures
 import logging
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Coroutine, Dict, Generator, Iterator, List, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Coroutine, Dict, Generator, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ragloom.base.response.schema import RESPONSE_TYPE, AsyncStreamingResponse, Response, StreamingResponse
+from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.mixin import PromptMixin
 from ragloom.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 
@@ -129,6 +130,9 @@ class BaseSynthesizer(PromptMixin):
 
     #: whether this mode calls an LLM at all
     _needs_llm = True
+    #: the prompts this mode uses, for :meth:`get_prompts` / :meth:`update_prompts`:
+    #: ``{name: (attribute, default prompt, variables the prompt must take)}``
+    _prompt_specs: Dict[str, Tuple[str, Any, Tuple[str, ...]]] = {}
 
     def __init__(
         self,
@@ -149,6 +153,28 @@ class BaseSynthesizer(PromptMixin):
         self._streaming = bool(streaming)
         self._verbose = verbose
         self.callback_manager = callback_manager
+
+    # -- prompts -----------------------------------------------------------------------
+    def _set_prompt(self, name: str, template: Any) -> None:
+        """Store ``template`` (``None``: the default; a ``str`` is wrapped) as the prompt ``name``
+        of :attr:`_prompt_specs`.
+
+        Raises:
+            ValueError: ``template`` is not a prompt or string, or lacks a required variable
+                (the message names ``name``).
+        """
+        attr, default, required = self._prompt_specs[name]
+        prompt = default if template is None else to_prompt(template, name)
+        check_vars(prompt, list(required), name)
+        setattr(self, attr, prompt)
+
+    def _get_prompts(self) -> dict:
+        return {name: getattr(self, attr) for name, (attr, _, _) in self._prompt_specs.items()}
+
+    def _update_prompts(self, prompts: dict) -> None:
+        for name in self._prompt_specs:
+            if name in prompts:
+                self._set_prompt(name, prompts[name])
 
     # -- properties --------------------------------------------------------------------
     @property

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.default_prompts import DEFAULT_SIMPLE_INPUT_PROMPT
 from ragloom.response_synthesizers.base import BaseSynthesizer, LLMCall, Plan
 
@@ -47,25 +46,15 @@ class Generation(BaseSynthesizer):
         ValueError: ``simple_template`` lacks ``query_str``; no LLM is configured.
     """
 
+    _prompt_specs = {"simple_template": ("_input_prompt", DEFAULT_SIMPLE_INPUT_PROMPT, ("query_str",))}
+
     def __init__(self, llm: Any = None, callback_manager: Any = None, prompt_helper: Any = None,
                  simple_template: Any = None, streaming: bool = False, verbose: bool = False, **kwargs: Any) -> None:
         super().__init__(llm=llm, callback_manager=callback_manager, prompt_helper=prompt_helper,
                          streaming=streaming, verbose=verbose, **kwargs)
-        self._input_prompt = _simple(simple_template)
-
-    def _get_prompts(self) -> dict:
-        return {"simple_template": self._input_prompt}
-
-    def _update_prompts(self, prompts: dict) -> None:
-        if "simple_template" in prompts:
-            self._input_prompt = _simple(prompts["simple_template"])
+        self._set_prompt("simple_template", simple_template)
 
     def _plan(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Plan:
         return LLMCall(self._input_prompt, {"query_str": query_str})
         yield []  # pragma: no cover - makes this a generator
 
-
-def _simple(template: Any) -> Any:
-    prompt = DEFAULT_SIMPLE_INPUT_PROMPT if template is None else to_prompt(template, "simple_template")
-    check_vars(prompt, ["query_str"], "simple_template")
-    return prompt

@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, List, Optional, Sequence
 
-from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.default_prompts import DEFAULT_REFINE_PROMPT, DEFAULT_TEXT_QA_PROMPT
 from ragloom.response_synthesizers.base import BaseSynthesizer, LLMCall, Plan
 
 __all__ = ["Refine", "CompactAndRefine"]
+
+#: the QA prompt spec shared by the modes that fill ``text_qa_template`` (see ``BaseSynthesizer._prompt_specs``)
+TEXT_QA_SPEC = ("_text_qa_template", DEFAULT_TEXT_QA_PROMPT, ("context_str",))
 
 
 class Refine(BaseSynthesizer):
@@ -36,6 +38,11 @@ class Refine(BaseSynthesizer):
         ValueError: a template lacks ``context_str`` / ``context_msg``; no LLM is configured.
     """
 
+    _prompt_specs = {
+        "text_qa_template": TEXT_QA_SPEC,
+        "refine_template": ("_refine_template", DEFAULT_REFINE_PROMPT, ("context_msg",)),
+    }
+
     def __init__(
         self,
         llm: Any = None,
@@ -49,17 +56,8 @@ class Refine(BaseSynthesizer):
     ) -> None:
         super().__init__(llm=llm, callback_manager=callback_manager, prompt_helper=prompt_helper,
                          streaming=streaming, verbose=verbose, **kwargs)
-        self._text_qa_template = _qa(text_qa_template)
-        self._refine_template = _refine(refine_template)
-
-    def _get_prompts(self) -> dict:
-        return {"text_qa_template": self._text_qa_template, "refine_template": self._refine_template}
-
-    def _update_prompts(self, prompts: dict) -> None:
-        if "text_qa_template" in prompts:
-            self._text_qa_template = _qa(prompts["text_qa_template"])
-        if "refine_template" in prompts:
-            self._refine_template = _refine(prompts["refine_template"])
+        self._set_prompt("text_qa_template", text_qa_template)
+        self._set_prompt("refine_template", refine_template)
 
     def _plan(self, query_str: str, text_chunks: Sequence[str], prev_response: Optional[str] = None, **kwargs: Any) -> Plan:
         helper, llm = self.prompt_helper, self._llm
@@ -106,14 +104,3 @@ class CompactAndRefine(Refine):
         biggest = max((qa, refine), key=lambda p: helper.prompt_tokens(p, llm=llm))
         return helper.repack(biggest, text_chunks, llm=llm)
 
-
-def _qa(template: Any) -> Any:
-    prompt = DEFAULT_TEXT_QA_PROMPT if template is None else to_prompt(template, "text_qa_template")
-    check_vars(prompt, ["context_str"], "text_qa_template")
-    return prompt
-
-
-def _refine(template: Any) -> Any:
-    prompt = DEFAULT_REFINE_PROMPT if template is None else to_prompt(template, "refine_template")
-    check_vars(prompt, ["context_msg"], "refine_template")
-    return prompt

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ragloom.response_synthesizers.base import BaseSynthesizer, LLMCall, Plan
-from ragloom.response_synthesizers.refine import _qa
+from ragloom.response_synthesizers.refine import TEXT_QA_SPEC
 
 __all__ = ["SimpleSummarize"]
 
@@ -28,6 +28,8 @@ class SimpleSummarize(BaseSynthesizer):
         ValueError: ``text_qa_template`` lacks ``context_str``; no LLM is configured.
     """
 
+    _prompt_specs = {"text_qa_template": TEXT_QA_SPEC}
+
     def __init__(
         self,
         llm: Any = None,
@@ -40,14 +42,7 @@ class SimpleSummarize(BaseSynthesizer):
     ) -> None:
         super().__init__(llm=llm, callback_manager=callback_manager, prompt_helper=prompt_helper,
                          streaming=streaming, verbose=verbose, **kwargs)
-        self._text_qa_template = _qa(text_qa_template)
-
-    def _get_prompts(self) -> dict:
-        return {"text_qa_template": self._text_qa_template}
-
-    def _update_prompts(self, prompts: dict) -> None:
-        if "text_qa_template" in prompts:
-            self._text_qa_template = _qa(prompts["text_qa_template"])
+        self._set_prompt("text_qa_template", text_qa_template)
 
     def _plan(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Plan:
         helper, llm = self.prompt_helper, self._llm

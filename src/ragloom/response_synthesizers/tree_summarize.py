@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from typing import Any, List, Optional, Sequence
 
-from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.default_prompts import DEFAULT_TREE_SUMMARIZE_PROMPT
 from ragloom.response_synthesizers.base import BaseSynthesizer, LLMCall, Plan
 
@@ -38,6 +37,8 @@ class TreeSummarize(BaseSynthesizer):
         ValueError: ``summary_template`` lacks ``context_str``; no LLM is configured.
     """
 
+    _prompt_specs = {"summary_template": ("_summary_template", DEFAULT_TREE_SUMMARIZE_PROMPT, ("context_str",))}
+
     def __init__(
         self,
         llm: Any = None,
@@ -51,15 +52,8 @@ class TreeSummarize(BaseSynthesizer):
     ) -> None:
         super().__init__(llm=llm, callback_manager=callback_manager, prompt_helper=prompt_helper,
                          streaming=streaming, verbose=verbose, **kwargs)
-        self._summary_template = _summary(summary_template)
+        self._set_prompt("summary_template", summary_template)
         self._use_async = bool(use_async)
-
-    def _get_prompts(self) -> dict:
-        return {"summary_template": self._summary_template}
-
-    def _update_prompts(self, prompts: dict) -> None:
-        if "summary_template" in prompts:
-            self._summary_template = _summary(prompts["summary_template"])
 
     def _plan(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> Plan:
         helper, llm = self.prompt_helper, self._llm
@@ -85,8 +79,3 @@ class TreeSummarize(BaseSynthesizer):
             previous = len(packed)
             level += 1
 
-
-def _summary(template: Any) -> Any:
-    prompt = DEFAULT_TREE_SUMMARIZE_PROMPT if template is None else to_prompt(template, "summary_template")
-    check_vars(prompt, ["context_str"], "summary_template")
-    return prompt

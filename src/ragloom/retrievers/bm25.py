@@ -26,12 +26,20 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-import msgspec
 
-from ragloom.fts import create_fts_table, fill_fts_table, keyword_search, keyword_text, nodes_where
+from ragloom.fts import (
+    create_fts_table,
+    create_node_table,
+    delete_node_rows,
+    fill_fts_table,
+    keyword_search,
+    nodes_where,
+    write_node_rows,
+)
 from ragloom.retrievers.base import BaseRetriever
 from ragloom.schema import BaseNode, NodeWithScore, QueryBundle, node_from_json
 from ragloom.storage.sqlite import SQLiteDatabase
+from ragloom.vector_stores.utils import dedupe_last
 
 logger = logging.getLogger(__name__)
 
@@ -71,19 +79,8 @@ class SQLiteKeywordIndex:
         with self._db.transaction():
             conn = self._db.connection
             new_fts = create_fts_table(conn, self._fts)
-            conn.execute(
-                f"""
-                CREATE TABLE IF NOT EXISTS "{self._nodes}" (
-                    id         INTEGER PRIMARY KEY,
-                    node_id    TEXT NOT NULL UNIQUE,
-                    ref_doc_id TEXT,
-                    metadata   BLOB NOT NULL,
-                    node       TEXT NOT NULL
-                );
-                CREATE INDEX IF NOT EXISTS "{self._nodes}_ref_doc" ON "{self._nodes}"(ref_doc_id);
-                CREATE TABLE IF NOT EXISTS "{self._config}" (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                """
-            )
+            create_node_table(conn, self._nodes)
+            conn.execute(f'CREATE TABLE IF NOT EXISTS "{self._config}" (key TEXT PRIMARY KEY, value TEXT NOT NULL)')
             if new_fts:  # keyword text of another version: index the stored nodes again
                 fill_fts_table(conn, self._fts, self._nodes)
 
@@ -101,53 +98,16 @@ class SQLiteKeywordIndex:
     def add(self, nodes: Sequence[BaseNode]) -> List[str]:
         """Index ``nodes`` (a node whose id is already indexed is replaced) in one transaction;
         return their ids.  Embeddings are not kept."""
-        unique: Dict[str, BaseNode] = {}
-        for node in nodes:
-            unique.pop(node.node_id, None)
-            unique[node.node_id] = node
-        batch = list(unique.values())
-        encode = msgspec.json.encode
+        batch = dedupe_last(nodes)
         with self._db.transaction():
             conn = self._db.connection
             for start in range(0, len(batch), _BATCH):
-                chunk = batch[start : start + _BATCH]
-                conn.execute(
-                    f'DELETE FROM "{self._fts}" WHERE rowid IN (SELECT id FROM "{self._nodes}" '
-                    "WHERE node_id IN (SELECT value FROM json_each(?)))",
-                    (json.dumps([n.node_id for n in chunk]),),
-                )
-                rows = [
-                    (
-                        n.node_id,
-                        n.ref_doc_id,
-                        encode(n.metadata).decode("utf-8"),
-                        encode(msgspec.structs.replace(n, embedding=None)).decode("utf-8"),
-                    )
-                    for n in chunk
-                ]
-                rowids = [
-                    r[0]
-                    for r in conn.executemany(
-                        f'INSERT INTO "{self._nodes}"(node_id, ref_doc_id, metadata, node) VALUES (?, ?, jsonb(?), ?) '
-                        "ON CONFLICT(node_id) DO UPDATE SET ref_doc_id = excluded.ref_doc_id, "
-                        "metadata = excluded.metadata, node = excluded.node RETURNING id",
-                        rows,
-                    )
-                ]
-                conn.executemany(
-                    f'INSERT INTO "{self._fts}"(rowid, tokens) VALUES (?, ?)',
-                    [(rowid, keyword_text(chunk[i])) for i, rowid in enumerate(rowids)],
-                )
+                write_node_rows(conn, self._nodes, self._fts, batch[start : start + _BATCH])
         return [n.node_id for n in nodes]
 
     def _delete_where(self, where: str, params: List[Any]) -> int:
         with self._db.transaction():
-            conn = self._db.connection
-            conn.execute(
-                f'DELETE FROM "{self._fts}" WHERE rowid IN (SELECT id FROM "{self._nodes}" AS n WHERE {where})', params
-            )
-            conn.execute(f'DELETE FROM "{self._nodes}" AS n WHERE {where}', params)
-            return int(conn.changes())
+            return delete_node_rows(self._db.connection, self._nodes, self._fts, where, params)
 
     def delete_nodes(self, node_ids: Sequence[str]) -> int:
         """Remove the nodes ``node_ids`` (unknown ids are ignored); return how many were removed."""

@@ -82,15 +82,19 @@ from ragloom.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
     VectorStoreQuery,
-    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
+from ragloom.vector_stores.filters import check_filter_scalar
 from ragloom.vector_stores.utils import (
     UnsupportedFilterError,
+    check_default_query,
     check_embeddings,
+    combine_clauses,
+    compile_filter_tree,
     dedupe_last,
     metadata_dict_to_node,
     node_to_metadata_dict,
+    same_kind_groups,
     validate_node_metadata,
 )
 
@@ -111,40 +115,16 @@ _Where = Union[Dict[str, Any], object]
 _CMP = {FilterOperator.GT: "$gt", FilterOperator.LT: "$lt", FilterOperator.GTE: "$gte", FilterOperator.LTE: "$lte"}
 
 
-def _scalar(f: MetadataFilter, value: Any) -> Any:
-    if isinstance(value, (str, bool, int, float)):
-        return value
-    raise ValueError(f"metadata filter {f.key!r} {f.operator.value}: value must be a string, number or bool, got {value!r}")
-
-
-def _same_kind_groups(f: MetadataFilter, values: Sequence[Any]) -> List[List[Any]]:
-    """Chroma's ``$in``/``$nin`` take values of one type: split by kind (numbers as one kind)."""
-    strs = [v for v in values if isinstance(v, str)]
-    bools = [v for v in values if isinstance(v, bool)]
-    nums = [_scalar(f, v) for v in values if not isinstance(v, (str, bool))]
-    if any(isinstance(v, float) for v in nums):
-        nums = [float(v) for v in nums]
-    return [g for g in (strs, bools, nums) if g]
-
-
 def _exists(key: str) -> Dict[str, Any]:
     return {"_ragloom_keys": {"$contains": key}}
 
 
+def _join(kept: List[_Where], condition: FilterCondition) -> _Where:
+    return {"$and" if condition == FilterCondition.AND else "$or": kept}
+
+
 def _combine(parts: List[_Where], condition: FilterCondition) -> _Where:
-    if condition == FilterCondition.AND:
-        if any(p is _FALSE for p in parts):
-            return _FALSE
-        kept = [p for p in parts if p is not _TRUE]
-        if not kept:
-            return _TRUE
-        return kept[0] if len(kept) == 1 else {"$and": kept}
-    if any(p is _TRUE for p in parts) or not parts:
-        return _TRUE
-    kept = [p for p in parts if p is not _FALSE]
-    if not kept:
-        return _FALSE
-    return kept[0] if len(kept) == 1 else {"$or": kept}
+    return combine_clauses(parts, condition, _TRUE, _FALSE, _join)
 
 
 def _compile_one(f: MetadataFilter) -> _Where:
@@ -152,11 +132,11 @@ def _compile_one(f: MetadataFilter) -> _Where:
     if key == "_ragloom_keys" or key.startswith("$"):
         raise ValueError(f"metadata filter key {key!r} cannot be filtered on in Chroma")
     if op == FilterOperator.EQ:
-        return {key: {"$eq": _scalar(f, f.value)}}
+        return {key: {"$eq": check_filter_scalar(f, f.value)}}
     if op == FilterOperator.NE:
-        return {"$and": [_exists(key), {key: {"$ne": _scalar(f, f.value)}}]}
+        return {"$and": [_exists(key), {key: {"$ne": check_filter_scalar(f, f.value)}}]}
     if op in _CMP:
-        value = _scalar(f, f.value)
+        value = check_filter_scalar(f, f.value)
         if isinstance(value, (str, bool)):
             raise UnsupportedFilterError(
                 f"Chroma cannot order {type(value).__name__} values: filter {key!r} {op.value} {value!r} "
@@ -164,26 +144,19 @@ def _compile_one(f: MetadataFilter) -> _Where:
             )
         return {key: {_CMP[op]: value}}
     if op == FilterOperator.IN:
-        groups = _same_kind_groups(f, list(f.value))
+        groups = same_kind_groups(f, list(f.value))
         return _combine([{key: {"$in": g}} for g in groups], FilterCondition.OR) if groups else _FALSE
     if op == FilterOperator.NIN:
-        groups = _same_kind_groups(f, list(f.value))
+        groups = same_kind_groups(f, list(f.value))
         return _combine([_exists(key)] + [{key: {"$nin": g}} for g in groups], FilterCondition.AND)
     if op == FilterOperator.CONTAINS:
-        return {key: {"$contains": _scalar(f, f.value)}}
+        return {key: {"$contains": check_filter_scalar(f, f.value)}}
     if op == FilterOperator.TEXT_MATCH:
         raise UnsupportedFilterError(
             f"Chroma cannot evaluate text_match (case-insensitive substring) on metadata field {key!r}; "
             "use == / in on exact values, or a store that supports it (SQLiteVectorStore)"
         )
     raise ValueError(f"unsupported filter operator {op!r}")
-
-
-def _compile(filters: MetadataFilters) -> _Where:
-    parts = [_compile(f) if isinstance(f, MetadataFilters) else _compile_one(f) for f in filters.filters]
-    if not filters.filters:
-        return _TRUE
-    return _combine(parts, filters.condition)
 
 
 def where_from_filters(
@@ -200,7 +173,7 @@ def where_from_filters(
     """
     parts: List[_Where] = []
     if filters is not None:
-        parts.append(_compile(filters))
+        parts.append(compile_filter_tree(filters, _compile_one, _TRUE, _FALSE, _join))
     if doc_ids is not None:
         ids = [str(d) for d in doc_ids]
         parts.append({"ref_doc_id": {"$in": ids}} if ids else _FALSE)
@@ -644,11 +617,7 @@ class ChromaVectorStore(BasePydanticVectorStore):
             ValueError: a mode other than ``default``; no query embedding; one of the wrong dimension.
             UnsupportedFilterError: a filter Chroma cannot evaluate.
         """
-        mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
-        if mode != VectorStoreQueryMode.DEFAULT.value:
-            raise ValueError(f"ChromaVectorStore supports the query mode 'default' only, not {mode!r}")
-        if query.query_embedding is None:
-            raise ValueError("VectorStoreQuery.query_embedding is required")
+        check_default_query(query, "ChromaVectorStore")
         q = np.asarray(query.query_embedding, dtype=np.float32).reshape(-1)
         k = int(query.similarity_top_k)
         empty = VectorStoreQueryResult(nodes=[], similarities=[], ids=[])

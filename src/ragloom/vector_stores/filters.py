@@ -17,7 +17,7 @@ from ragloom.vector_stores.types import (
     MetadataFilters,
 )
 
-__all__ = ["filters_to_sql", "metadata_matches"]
+__all__ = ["filters_to_sql", "metadata_matches", "check_filter_scalar"]
 
 _SQL_CMP = {
     FilterOperator.GT: ">",
@@ -36,7 +36,12 @@ def _json_path(key: str) -> str:
     return f'$."{key}"'
 
 
-def _check_scalar(f: MetadataFilter, value: Any) -> Any:
+def check_filter_scalar(f: MetadataFilter, value: Any) -> Any:
+    """``value`` when it is a str, int, float or bool.
+
+    Raises:
+        ValueError: any other value, naming the filter's key and operator.
+    """
     if not isinstance(value, _Scalar):
         raise ValueError(
             f"metadata filter {f.key!r} {f.operator.value}: value must be a string, number or bool, got {value!r}"
@@ -72,26 +77,26 @@ def _compile_one(f: MetadataFilter, column: str, params: List[Any]) -> str:
     path = _json_path(f.key)
     value_expr = f"json_extract({column}, ?)"
     if op == FilterOperator.EQ:
-        params.extend([path, _check_scalar(f, f.value)])
+        params.extend([path, check_filter_scalar(f, f.value)])
         return f"({value_expr} = ?)"
     if op in _SQL_CMP:
         # order only like with like (SQLite would rank every number below every string)
-        value = _check_scalar(f, f.value)
+        value = check_filter_scalar(f, f.value)
         kinds = "('text')" if isinstance(value, str) else "('integer', 'real', 'true', 'false')"
         params.extend([path, path, value])
         return f"(json_type({column}, ?) IN {kinds} AND {value_expr} {_SQL_CMP[op]} ?)"
     if op == FilterOperator.NE:
-        params.extend([path, path, _check_scalar(f, f.value)])
+        params.extend([path, path, check_filter_scalar(f, f.value)])
         return f"({value_expr} IS NOT NULL AND {value_expr} != ?)"
     if op in (FilterOperator.IN, FilterOperator.NIN):
-        values = [_check_scalar(f, v) for v in f.value]
+        values = [check_filter_scalar(f, v) for v in f.value]
         if op == FilterOperator.IN:
             params.extend([path, json.dumps(values)])
             return f"({value_expr} IN (SELECT value FROM json_each(?)))"
         params.extend([path, path, json.dumps(values)])
         return f"({value_expr} IS NOT NULL AND {value_expr} NOT IN (SELECT value FROM json_each(?)))"
     if op == FilterOperator.CONTAINS:
-        value = _check_scalar(f, f.value)
+        value = check_filter_scalar(f, f.value)
         params.extend([path, path, value])
         array_test = f"EXISTS (SELECT 1 FROM json_each({column}, ?) WHERE value = ?)"
         if isinstance(value, str):

@@ -65,16 +65,20 @@ from ragloom.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
     VectorStoreQuery,
-    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
+from ragloom.vector_stores.filters import check_filter_scalar
 from ragloom.vector_stores.utils import (
     UnsupportedFilterError,
+    check_default_query,
     check_embeddings,
+    combine_clauses,
+    compile_filter_tree,
     dedupe_last,
     filterable_metadata,
     metadata_dict_to_node,
     node_content_json,
+    same_kind_groups,
     validate_node_metadata,
 )
 
@@ -118,40 +122,16 @@ def _lit(value: Any) -> str:
     raise TypeError(value)
 
 
-def _scalar(f: MetadataFilter, value: Any) -> Any:
-    if isinstance(value, (str, bool, int, float)):
-        return value
-    raise ValueError(f"metadata filter {f.key!r} {f.operator.value}: value must be a string, number or bool, got {value!r}")
-
-
-def _groups(f: MetadataFilter, values: Sequence[Any]) -> List[List[Any]]:
-    """Milvus rejects mixed-type lists in ``in``: split by kind (numbers as one kind)."""
-    strs = [v for v in values if isinstance(v, str)]
-    bools = [v for v in values if isinstance(v, bool)]
-    nums = [_scalar(f, v) for v in values if not isinstance(v, (str, bool))]
-    if any(isinstance(v, float) for v in nums):
-        nums = [float(v) for v in nums]
-    return [g for g in (strs, bools, nums) if g]
-
-
 def _list(values: Sequence[Any]) -> str:
     return "[" + ", ".join(_lit(v) for v in values) + "]"
 
 
+def _join_kept(kept: List[str], condition: FilterCondition) -> str:
+    return "(" + f" {condition.value} ".join(kept) + ")"
+
+
 def _join(parts: List[str], condition: FilterCondition) -> str:
-    if condition == FilterCondition.AND:
-        if _FALSE in parts:
-            return _FALSE
-        kept = [p for p in parts if p != _TRUE]
-        if not kept:
-            return _TRUE
-        return kept[0] if len(kept) == 1 else "(" + " and ".join(kept) + ")"
-    if _TRUE in parts or not parts:
-        return _TRUE
-    kept = [p for p in parts if p != _FALSE]
-    if not kept:
-        return _FALSE
-    return kept[0] if len(kept) == 1 else "(" + " or ".join(kept) + ")"
+    return combine_clauses(parts, condition, _TRUE, _FALSE, _join_kept)
 
 
 def _one(f: MetadataFilter) -> str:
@@ -159,34 +139,28 @@ def _one(f: MetadataFilter) -> str:
     path = f"{METADATA_FIELD}[{json.dumps(f.key, ensure_ascii=False)}]"
     exists = f"(exists {path})"
     if op == FilterOperator.EQ:
-        return f"({path} == {_lit(_scalar(f, f.value))})"
+        return f"({path} == {_lit(check_filter_scalar(f, f.value))})"
     if op == FilterOperator.NE:
-        return f"({exists} and {path} != {_lit(_scalar(f, f.value))})"
+        return f"({exists} and {path} != {_lit(check_filter_scalar(f, f.value))})"
     if op in _CMP:
-        value = _scalar(f, f.value)
+        value = check_filter_scalar(f, f.value)
         if isinstance(value, bool):
             raise UnsupportedFilterError(f"Milvus cannot order booleans: filter {f.key!r} {op.value} {value!r}")
         return f"({path} {_CMP[op]} {_lit(value)})"
     if op == FilterOperator.IN:
-        groups = _groups(f, list(f.value))
+        groups = same_kind_groups(f, list(f.value))
         return _join([f"({path} in {_list(g)})" for g in groups], FilterCondition.OR) if groups else _FALSE
     if op == FilterOperator.NIN:
-        groups = _groups(f, list(f.value))
+        groups = same_kind_groups(f, list(f.value))
         return _join([exists] + [f"({path} not in {_list(g)})" for g in groups], FilterCondition.AND)
     if op == FilterOperator.CONTAINS:
-        return f"json_contains({path}, {_lit(_scalar(f, f.value))})"
+        return f"json_contains({path}, {_lit(check_filter_scalar(f, f.value))})"
     if op == FilterOperator.TEXT_MATCH:
         raise UnsupportedFilterError(
             f"Milvus 2.3 cannot evaluate text_match (case-insensitive substring) on metadata field {f.key!r}: "
             "its 'like' matches prefixes only; use == / in on exact values, or SQLiteVectorStore"
         )
     raise ValueError(f"unsupported filter operator {op!r}")
-
-
-def _group(filters: MetadataFilters) -> str:
-    if not filters.filters:
-        return _TRUE
-    return _join([_group(f) if isinstance(f, MetadataFilters) else _one(f) for f in filters.filters], filters.condition)
 
 
 def expr_from_filters(
@@ -205,7 +179,7 @@ def expr_from_filters(
     """
     parts: List[str] = []
     if filters is not None:
-        parts.append(_group(filters))
+        parts.append(compile_filter_tree(filters, _one, _TRUE, _FALSE, _join_kept))
     if doc_ids is not None:
         parts.append(f"({doc_id_field} in {_list([str(d) for d in doc_ids])})" if doc_ids else _FALSE)
     if node_ids is not None:
@@ -568,11 +542,7 @@ class MilvusVectorStore(BasePydanticVectorStore):
                 dimension; ``similarity_top_k`` above 16,384.
             UnsupportedFilterError: a filter Milvus cannot evaluate.
         """
-        mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
-        if mode != VectorStoreQueryMode.DEFAULT.value:
-            raise ValueError(f"MilvusVectorStore supports the query mode 'default' only, not {mode!r}")
-        if query.query_embedding is None:
-            raise ValueError("VectorStoreQuery.query_embedding is required")
+        check_default_query(query, "MilvusVectorStore")
         k = int(query.similarity_top_k)
         if k > MAX_TOP_K:
             raise ValueError(f"similarity_top_k must be <= {MAX_TOP_K} for Milvus, got {k}")

@@ -33,17 +33,24 @@ filter matching 10 rows and 58 ms for one matching half the rows, against
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-import msgspec
 import numpy as np
 
-from ragloom.fts import create_fts_table, fill_fts_table, keyword_search, keyword_text, nodes_where
+from ragloom.fts import (
+    create_fts_table,
+    create_node_table,
+    delete_node_rows,
+    fill_fts_table,
+    keyword_search,
+    keyword_text,
+    nodes_where,
+    write_node_rows,
+)
 from ragloom.fusion import RRF_K, dist_based_score_fusion  # noqa: F401  (RRF_K re-exported)
 from ragloom.schema import BaseNode, node_from_json
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
@@ -54,6 +61,7 @@ from ragloom.vector_stores.types import (
     VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
+from ragloom.vector_stores.utils import dedupe_last
 
 logger = logging.getLogger(__name__)
 
@@ -91,19 +99,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         self._fts = f"vs_{collection}_fts"
         with self._db.transaction():
             new_fts = create_fts_table(self._db.connection, self._fts)
+            create_node_table(self._db.connection, self._nodes)
             self._db.connection.execute(
-                f"""
-                CREATE TABLE IF NOT EXISTS "{self._nodes}" (
-                    id         INTEGER PRIMARY KEY,
-                    node_id    TEXT NOT NULL UNIQUE,
-                    ref_doc_id TEXT,
-                    metadata   BLOB NOT NULL,
-                    node       TEXT NOT NULL
-                );
-                CREATE INDEX IF NOT EXISTS "{self._nodes}_ref_doc" ON "{self._nodes}"(ref_doc_id);
-                INSERT OR IGNORE INTO vector_collections(name, dimension) VALUES (?, NULL);
-                """,
-                (collection,),
+                "INSERT OR IGNORE INTO vector_collections(name, dimension) VALUES (?, NULL)", (collection,)
             )
             if new_fts:  # older database, or keyword text of another version: index the stored nodes
                 fill_fts_table(self._db.connection, self._fts, self._nodes)
@@ -155,12 +153,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         """
         if not nodes:
             return []
-        # last occurrence wins when one call repeats a node id
-        unique: Dict[str, BaseNode] = {}
-        for node in nodes:
-            unique.pop(node.node_id, None)
-            unique[node.node_id] = node
-        batch = list(unique.values())
+        batch = dedupe_last(nodes)  # last occurrence wins when one call repeats a node id
         matrix = self._embedding_matrix(batch)
         with self._db.transaction():
             conn = self._db.connection
@@ -179,44 +172,13 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                     f"but this vector store holds {dim}-dimensional vectors"
                 )
             replace = self.count() > 0
-            encode = msgspec.json.encode
             for start in range(0, len(batch), _BATCH):
                 chunk = batch[start : start + _BATCH]
-                if replace:
-                    ids_json = json.dumps([n.node_id for n in chunk])
-                    for table in (self._vectors, self._fts):
-                        conn.execute(
-                            f'DELETE FROM "{table}" WHERE rowid IN '
-                            f'(SELECT id FROM "{self._nodes}" WHERE node_id IN (SELECT value FROM json_each(?)))',
-                            (ids_json,),
-                        )
-                rows = [
-                    (
-                        n.node_id,
-                        n.ref_doc_id,
-                        encode(n.metadata).decode("utf-8"),
-                        encode(msgspec.structs.replace(n, embedding=None)).decode("utf-8"),
-                    )
-                    for n in chunk
-                ]
-                rowids = [
-                    r[0]
-                    for r in conn.executemany(
-                        f'INSERT INTO "{self._nodes}"(node_id, ref_doc_id, metadata, node) '
-                        "VALUES (?, ?, jsonb(?), ?) ON CONFLICT(node_id) DO UPDATE SET "
-                        "ref_doc_id = excluded.ref_doc_id, metadata = excluded.metadata, node = excluded.node "
-                        "RETURNING id",
-                        rows,
-                    )
-                ]
+                rowids = write_node_rows(conn, self._nodes, self._fts, chunk, replace=replace, rowid_tables=(self._vectors,))
                 vecs = matrix[start : start + _BATCH]
                 conn.executemany(
                     f'INSERT INTO "{self._vectors}"(rowid, embedding) VALUES (?, ?)',
                     [(rowid, vecs[i].tobytes()) for i, rowid in enumerate(rowids)],
-                )
-                conn.executemany(
-                    f'INSERT INTO "{self._fts}"(rowid, tokens) VALUES (?, ?)',
-                    [(rowid, _keyword_text(chunk[i])) for i, rowid in enumerate(rowids)],
                 )
         return [n.node_id for n in nodes]
 
@@ -261,17 +223,8 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     def _delete_where(self, where: str, params: List[Any]) -> None:
         with self._db.transaction():
-            conn = self._db.connection
-            if self.dimension is not None:
-                conn.execute(
-                    f'DELETE FROM "{self._vectors}" WHERE rowid IN (SELECT id FROM "{self._nodes}" AS n WHERE {where})',
-                    params,
-                )
-            conn.execute(
-                f'DELETE FROM "{self._fts}" WHERE rowid IN (SELECT id FROM "{self._nodes}" AS n WHERE {where})',
-                params,
-            )
-            conn.execute(f'DELETE FROM "{self._nodes}" AS n WHERE {where}', params)
+            vectors = (self._vectors,) if self.dimension is not None else ()
+            delete_node_rows(self._db.connection, self._nodes, self._fts, where, params, rowid_tables=vectors)
 
     def clear(self) -> None:
         """Delete every node; the next add may fix a different dimension."""

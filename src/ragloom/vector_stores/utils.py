@@ -16,12 +16,20 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import msgspec
 import numpy as np
 
 from ragloom.schema import BaseNode, TextNode, node_from_json
+from ragloom.vector_stores.filters import check_filter_scalar
+from ragloom.vector_stores.types import (
+    FilterCondition,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
 
 __all__ = [
     "UnsupportedFilterError",
@@ -34,6 +42,10 @@ __all__ = [
     "node_content_json",
     "dedupe_last",
     "check_embeddings",
+    "same_kind_groups",
+    "combine_clauses",
+    "compile_filter_tree",
+    "check_default_query",
 ]
 
 #: Keys the adapters write next to the user's metadata; user metadata may not use them.
@@ -222,3 +234,81 @@ def check_embeddings(nodes: Sequence[BaseNode], dim: Optional[int]) -> np.ndarra
         bad = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"node {nodes[bad].node_id}: embedding contains NaN or infinity")
     return matrix
+
+
+# ---------------------------------------------------------------------------- filter compilation
+def same_kind_groups(f: MetadataFilter, values: Sequence[Any]) -> List[List[Any]]:
+    """The operands of an ``in``/``nin`` filter split by kind — strings, bools, numbers — for
+    backends whose list operators take values of one type (Chroma, Milvus).  Numbers form one
+    group (all floats when any is a float); empty groups are left out.
+
+    Raises:
+        ValueError: an operand that is not a str, int, float or bool.
+    """
+    strs = [v for v in values if isinstance(v, str)]
+    bools = [v for v in values if isinstance(v, bool)]
+    nums = [check_filter_scalar(f, v) for v in values if not isinstance(v, (str, bool))]
+    if any(isinstance(v, float) for v in nums):
+        nums = [float(v) for v in nums]
+    return [g for g in (strs, bools, nums) if g]
+
+
+def combine_clauses(
+    parts: List[Any],
+    condition: FilterCondition,
+    true: Any,
+    false: Any,
+    join: Callable[[List[Any], FilterCondition], Any],
+) -> Any:
+    """AND/OR of compiled backend clauses, folding the constants ``true`` (matches everything)
+    and ``false`` (matches nothing): ``join(kept, condition)`` builds the backend clause when two
+    or more parts remain.  No parts: ``true`` for AND and for OR (an empty group restricts nothing).
+    """
+    if condition == FilterCondition.AND:
+        if any(p == false for p in parts):
+            return false
+        kept = [p for p in parts if p != true]
+        if not kept:
+            return true
+        return kept[0] if len(kept) == 1 else join(kept, condition)
+    if any(p == true for p in parts) or not parts:
+        return true
+    kept = [p for p in parts if p != false]
+    if not kept:
+        return false
+    return kept[0] if len(kept) == 1 else join(kept, condition)
+
+
+def compile_filter_tree(
+    filters: MetadataFilters,
+    compile_one: Callable[[MetadataFilter], Any],
+    true: Any,
+    false: Any,
+    join: Callable[[List[Any], FilterCondition], Any],
+) -> Any:
+    """Compile a (nested) :class:`MetadataFilters` tree with the backend's ``compile_one`` for
+    each filter, combining groups with :func:`combine_clauses`.
+
+    Raises:
+        whatever ``compile_one`` raises (``ValueError``, :class:`UnsupportedFilterError`).
+    """
+    if not filters.filters:
+        return true
+    parts = [
+        compile_filter_tree(f, compile_one, true, false, join) if isinstance(f, MetadataFilters) else compile_one(f)
+        for f in filters.filters
+    ]
+    return combine_clauses(parts, filters.condition, true, false, join)
+
+
+def check_default_query(query: VectorStoreQuery, store_name: str) -> None:
+    """Check that ``query`` is a dense (``default`` mode) query with a query embedding.
+
+    Raises:
+        ValueError: another mode (naming ``store_name``), or no ``query_embedding``.
+    """
+    mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
+    if mode != VectorStoreQueryMode.DEFAULT.value:
+        raise ValueError(f"{store_name} supports the query mode 'default' only, not {mode!r}")
+    if query.query_embedding is None:
+        raise ValueError("VectorStoreQuery.query_embedding is required")
