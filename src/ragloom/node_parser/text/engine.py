@@ -233,7 +233,9 @@ class _Finder:
         self.sizer = sizer
         self.n = len(text)
         self._whole: Dict[Tuple[int, int, int], List[int]] = {}
-        self._win: Dict[int, Tuple[int, int, List[int]]] = {}
+        # last boundary query per level, keyed by the parent segment it was made in: a query made
+        # for another parent may start before this parent, and its cuts there are not ours
+        self._win: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
         self._first: object = _UNSET
 
     def _segment_whole(self, li: int, level: Level, plo: int, phi: int, x: int, budget: int):
@@ -282,14 +284,16 @@ class _Finder:
             whi = min(phi, x + fwd)
             qlo = max(plo, wlo - m)
             qhi = min(phi, whi + m)
-            cached = self._win.get(li)
+            cached = self._win.get((li, plo, phi))
             if cached is not None and cached[0] <= qlo and qhi <= cached[1]:
                 # reuse a wider earlier query; its trusted zone must contain ours
                 qlo, qhi = cached[0], cached[1]
                 bs = cached[2]
             else:
                 bs = level.find(self.text, qlo, qhi)
-                self._win[li] = (qlo, qhi, bs)
+                if len(self._win) > 64:
+                    self._win.clear()
+                self._win[(li, plo, phi)] = (qlo, qhi, bs)
             tlo = plo if qlo == plo else min(wlo, qlo + m)
             thi = phi if qhi == phi else max(whi, qhi - m)
             i = bisect.bisect_right(bs, x)
