@@ -33,6 +33,14 @@ rankings, taken with the same pools as ``hybrid`` uses for ``similarity_top_k=10
 * ``la_*`` — language-aware: a query that is mostly CJK (CJK characters are more than half of its letters and
   digits) gets the BM25-heavy setting, other queries the other one, because the bundled model is English-only.
 
+Metrics (BEIR's, as computed by pytrec_eval / trec_eval ``ndcg_cut.10`` and ``recall.100``), per query, then
+averaged over the judged queries that have at least one relevant document:
+
+* ``ndcg@10``    — DCG of the top 10 documents (gain = judgement grade, discount ``log2(rank + 1)``) divided by
+  the DCG of the ideal ordering of the judged documents;
+* ``recall@100`` — relevant (grade > 0) documents among the top 100 *documents* (not nodes), divided by all
+  relevant documents of the query.
+
 Embeddings are cached as ``.npy`` under ``--cache-dir`` (default ``/tmp/ragloom_retrieval_bench``), keyed by
 dataset, model identity and a hash of the texts (not the device), so a rerun embeds nothing; ``--device cuda``
 embeds through ragloom on a GPU (fp16, cosine >= 0.9998 to the CPU vectors).  OPENBLAS_CORETYPE is set on these
@@ -70,14 +78,21 @@ RRF_K = 60
 TOP_K = 100  # documents ranked per query (recall@100); the hybrid pools are max(4*k, 50) = 400 nodes
 POOL = max(4 * TOP_K, 50)
 
-#: published / previously measured nDCG@10 (shared/data/README.md)
-REFERENCES = {
+#: published / previously measured figures, per method and metric (sources: shared/data/README.md;
+#: SciFact BM25 recall@100 from Anserini's BEIR v1.0.0 regression pages, ``scifact.flat`` / ``scifact.multifield``).
+#: They are printed beside ours and copied into the JSON line.
+REFERENCES: dict[str, dict[str, dict[str, str]]] = {
     "scifact": {
-        "bm25": "0.6789 Anserini flat / 0.6647 multifield; bm25s 0.676",
-        "dense": "0.6451 (all-MiniLM-L6-v2, MTEB paper)",
+        "bm25": {
+            "ndcg@10": "0.6789 Anserini flat / 0.6647 multifield; bm25s 0.676",
+            "recall@100": "0.9253 Anserini flat / 0.9076 multifield",
+        },
+        "dense": {"ndcg@10": "0.6451 (all-MiniLM-L6-v2, MTEB paper)"},
     },
     "cmrc2018": {
-        "bm25": "0.974 (bm25s, CJK unigram+bigram); 0.159 with a \\w\\w+ tokenizer"
+        "bm25": {
+            "ndcg@10": "0.974 (bm25s, CJK unigram+bigram); 0.159 with a \\w\\w+ tokenizer"
+        }
     },
     "cranfield": {},
     "fastapi": {},
@@ -351,7 +366,8 @@ def store_rankings(store, query_str: str, qvec, pool: int, top_k: int):
     from ragloom.vector_stores.types import VectorStoreQuery
 
     out = []
-    alpha = 0.0 if is_mostly_cjk(query_str) else None  # as VectorIndexRetriever does for an English-only model
+    # as VectorIndexRetriever does for an English-only model
+    alpha = 0.0 if is_mostly_cjk(query_str) else None
     # hybrid is asked for the whole fused pool (both sides fixed at ``pool``, what it uses for
     # similarity_top_k=TOP_K), so that recall@100 counts 100 *documents* for it as for the candidates
     for mode in ("default", "text_search", "hybrid"):
@@ -517,10 +533,12 @@ def print_table(res: dict) -> None:
         )
     refs = REFERENCES.get(name, {})
     print(
-        f"{'method':28s} " + " ".join(f"{c:>10s}" for c in cols) + "  reference nDCG@10"
+        f"{'method':28s} "
+        + " ".join(f"{c:>10s}" for c in cols)
+        + "  published reference"
     )
     for m, vals in metrics.items():
-        ref = refs.get(m, "")
+        ref = "; ".join(f"{metric} {text}" for metric, text in refs.get(m, {}).items())
         print(
             f"{m:28s} "
             + " ".join(f"{vals[c]:10.4f}" for c in cols)
@@ -611,6 +629,7 @@ def main() -> int:
         "model": embed.model_name,
         "results": results,
         "targets": targets,
+        "references": REFERENCES,
     }
     if args.json_out:
         Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
