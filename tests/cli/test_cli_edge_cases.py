@@ -132,3 +132,30 @@ def test_rerun_with_the_same_named_model_is_accepted_and_another_model_is_refuse
     other.mkdir()
     res = _index(runner, [docs], idx, "--embed-model", f"local:{other}", ok=False)
     assert res.exit_code != 0 and "Traceback" not in res.output
+
+
+def test_another_spelling_of_the_same_folder_changes_nothing(tmp_path, monkeypatch):
+    # a symlink, a relative path and the real path reach the same files: the second run must
+    # see every document as unchanged (file_path is canonical), not rewrite or re-embed it
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    link = tmp_path / "docs_link"
+    os.symlink(docs, link)
+    first = _index(runner, [link], idx)
+    assert first["documents"]["added"] == 2
+    monkeypatch.chdir(tmp_path)
+    for spelling in ("docs", str(docs)):
+        again = _index(runner, [spelling], idx)
+        assert again["documents"]["unchanged"] == 2 and again["documents"]["updated"] == 0, again
+        assert again["nodes_written"] == 0 and again["nodes_embedded"] == 0
+    hit = _query(runner, idx, "green tea temperature")["results"][0]
+    assert hit["file_path"] == os.path.realpath(docs / "tea.txt")
+
+
+def test_an_empty_query_is_a_clean_error(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    for text in ("", "   "):
+        res = runner.invoke(cli, ["query", text, "--index-dir", str(idx)])
+        assert res.exit_code == 1 and "the query is empty" in res.output and "Traceback" not in res.output
+    res = runner.invoke(cli, ["ask", " ", "--index-dir", str(idx), "--llm", "mock"])
+    assert res.exit_code == 2 and "the question is empty" in res.output

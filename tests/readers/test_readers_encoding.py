@@ -116,3 +116,94 @@ def test_declared_encoding_must_fit() -> None:
 def test_invalid_encoding_argument() -> None:
     with pytest.raises(ValueError, match="encoding"):
         SimpleDirectoryReader(input_files=[os.__file__], encoding="no-such-codec")
+
+
+# --- slightly damaged text is read with replacement characters, binary is still skipped ---
+
+
+def _xiyouji_gbk(shared_data: str) -> bytes:
+    return Path(shared_data, "zh_classics", "西游记.gbk.txt").read_bytes()
+
+
+def _read_logged(f: Path, caplog: pytest.LogCaptureFixture) -> tuple:
+    r = SimpleDirectoryReader(input_files=[f])
+    with caplog.at_level("WARNING", logger="ragloom.readers"):
+        docs = r.load_data()
+    assert r.report.skipped == [], r.report.skipped
+    warnings = [rec.getMessage() for rec in caplog.records if "replacement character" in rec.getMessage()]
+    return docs, warnings
+
+
+def test_gbk_cut_mid_character_is_read(tmp_path: Path, shared_data: str, caplog: pytest.LogCaptureFixture) -> None:
+    raw = _xiyouji_gbk(shared_data)
+    cut = raw[:200_000]
+    with pytest.raises(UnicodeDecodeError):  # really ends inside a two-byte character
+        cut.decode("gb18030")
+    f = tmp_path / "xiyouji_cut.txt"
+    f.write_bytes(cut)
+    [doc], warnings = _read_logged(f, caplog)
+    assert doc.metadata["encoding"] == "gb18030"
+    assert doc.text == raw[:199_999].decode("gb18030").replace("\r\n", "\n") + "\ufffd"
+    assert "孙悟空" in doc.text
+    assert warnings == [f"{f.as_posix()}: decoded as gb18030 with 1 replacement character (undecodable bytes)"]
+
+
+def test_gbk_with_one_bad_byte_is_read(tmp_path: Path, shared_data: str, caplog: pytest.LogCaptureFixture) -> None:
+    raw = _xiyouji_gbk(shared_data)
+    text = raw.decode("gb18030")
+    at = len(text[: len(text) // 2].encode("gb18030"))  # a character boundary mid-file
+    f = tmp_path / "xiyouji_ff.txt"
+    f.write_bytes(raw[:at] + b"\xff" + raw[at:])
+    [doc], warnings = _read_logged(f, caplog)
+    assert doc.metadata["encoding"] == "gb18030"
+    half = len(text) // 2
+    assert doc.text == (text[:half] + "\ufffd" + text[half:]).replace("\r\n", "\n")
+    assert len(warnings) == 1 and "decoded as gb18030 with 1 replacement character" in warnings[0]
+
+
+def test_utf8_cut_mid_character_is_read(tmp_path: Path, shared_data: str, caplog: pytest.LogCaptureFixture) -> None:
+    utf8 = Path(shared_data, "zh_classics", "西游记.utf8.txt").read_bytes()
+    cut = utf8[:100_001]
+    with pytest.raises(UnicodeDecodeError):
+        cut.decode("utf-8")
+    f = tmp_path / "xiyouji_utf8_cut.txt"
+    f.write_bytes(cut)
+    [doc], warnings = _read_logged(f, caplog)
+    assert doc.metadata["encoding"] == "utf-8"
+    assert doc.text.endswith("\ufffd") and doc.text.count("\ufffd") == 1
+    assert len(warnings) == 1 and "decoded as utf-8 with 1 replacement character" in warnings[0]
+    # a short English file cut inside "é" is read too (the detector's guess fails strictly)
+    g = tmp_path / "short.txt"
+    g.write_bytes("A café on the corner. Résumé attached, café".encode("utf-8")[:-1])
+    [doc] = TextReader().load_data(g)
+    assert doc.text == "A café on the corner. Résumé attached, caf\ufffd"
+
+
+def test_clean_text_has_no_replacement_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    f = tmp_path / "ok.txt"
+    f.write_bytes("正常的文本，没有坏字节。".encode("gb18030") * 50)
+    docs, warnings = _read_logged(f, caplog)
+    assert docs[0].metadata["encoding"] == "gb18030" and warnings == []
+
+
+def test_real_binary_still_skipped(tmp_path: Path) -> None:
+    import random
+    import struct
+    import zlib
+
+    rng = random.Random(1234)
+    noise = bytes(rng.getrandbits(8) for _ in range(64_000))
+    files = {
+        "random.bin": noise,
+        # no NUL byte at all: only the replacement-rate rule can reject it
+        "random_no_nul.txt": noise.replace(b"\x00", b"\x01"),
+        "image.png": b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + zlib.compress(noise),
+        "blob.dat": zlib.compress(noise),  # a compressed stream with no known signature
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    r = SimpleDirectoryReader(input_files=[tmp_path / n for n in files])
+    assert r.load_data() == []
+    assert {Path(p).name: why for p, why in r.report.skipped_reasons().items()} == {n: "binary file" for n in files}
+    with pytest.raises(BinaryContentError):
+        decode_bytes(noise.replace(b"\x00", b"\x01"))

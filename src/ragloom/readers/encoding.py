@@ -13,6 +13,19 @@ Detection uses `charset-normalizer`_.  Two rules sit on top of it:
 Bytes that look binary (NUL bytes outside UTF-16/32, or many control characters) raise
 :class:`BinaryContentError`; that is how readers tell a binary file from a text file.
 
+**Slightly damaged text is still text.**  A file cut mid-character or holding a stray bad
+byte fails every strict decode (charset-normalizer then proposes nothing).  Instead of calling
+it binary, each candidate codec (the detector's guess, then UTF-8, GB18030, Big5, Shift-JIS,
+EUC-JP, EUC-KR) decodes it with U+FFFD replacement characters, and a candidate is accepted
+when it needs at most ``max(1, characters // 1000)`` replacements (≤ 1 per 1,000 characters;
+at least 1 so a short file cut mid-character still reads) and charset-normalizer's
+``mess_ratio`` of the result is below its own default 0.2.  Random or compressed binary
+needs far more (every ``0x80``/``0xFF`` byte alone is invalid in all of these codecs, ≈ 1 per
+128 bytes), so it still raises :class:`BinaryContentError`.  UTF-8 that is only cut inside its last character (with
+multi-byte characters before the cut) is taken as UTF-8 before detection.  Among the
+accepted candidates the least messy wins (Big5 bytes are also valid GB18030, but read as nonsense), then the
+one with fewer replacements.  Each such decode is logged as a warning.
+
 .. _charset-normalizer: https://github.com/jawah/charset_normalizer
 """
 
@@ -24,7 +37,15 @@ from typing import Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["BinaryContentError", "decode_bytes", "detect_encoding", "looks_binary_head", "normalize_newlines"]
+__all__ = [
+    "BinaryContentError",
+    "decode_bytes",
+    "decode_bytes_counted",
+    "detect_encoding",
+    "looks_binary_head",
+    "normalize_newlines",
+    "replacement_note",
+]
 
 # Longest BOMs first: the UTF-32-LE BOM starts with the UTF-16-LE one.
 _BOMS: Tuple[Tuple[bytes, str], ...] = (
@@ -41,6 +62,12 @@ _MULTI_BYTE_CP = {"cp932", "cp949", "cp950", "cp936", "cp65001"}
 # Control characters that never appear in real text (C0 minus \t \n \v \f \r and ESC).
 _BAD_CONTROLS = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B)}
 _SAMPLE_BYTES = 8192
+# Lossy fallback (see the module docstring): codecs tried, replacements allowed per character,
+# charset-normalizer's default chaos threshold, and how many characters it measures.
+_LOSSY_CANDIDATES = ("utf-8", "gb18030", "big5", "shift_jis", "euc_jp", "euc_kr")
+_MAX_REPLACEMENT_RATE = 1 / 1000
+_MAX_MESS = 0.2
+_MESS_SAMPLE_CHARS = 20000
 
 
 class BinaryContentError(ValueError):
@@ -112,6 +139,48 @@ def detect_encoding(data: bytes) -> Optional[str]:
     return enc
 
 
+def _count_replacements(data: bytes, enc: str) -> Tuple[str, int]:
+    """``data`` decoded as ``enc`` with U+FFFD for bad bytes, and how many were inserted (a
+    U+FFFD already in the text is not counted: ``replace`` and ``ignore`` differ by exactly
+    the inserted ones)."""
+    text = data.decode(enc, "replace")
+    return text, len(text) - len(data.decode(enc, "ignore"))
+
+
+def _decode_lossy(data: bytes, candidates: Tuple[str, ...], errors: str) -> Optional[Tuple[str, str, int]]:
+    """Best tolerable lossy decode as ``(text, codec, replacements)``, or ``None``."""
+    from charset_normalizer.md import mess_ratio
+
+    best = None
+    seen = set()
+    for order, name in enumerate(candidates):
+        enc = _canonical(name)
+        if enc in seen:
+            continue
+        seen.add(enc)
+        text, n = _count_replacements(data, enc)
+        if n > max(1, len(text) * _MAX_REPLACEMENT_RATE) or _looks_binary(text):
+            continue
+        mess = mess_ratio(text[:_MESS_SAMPLE_CHARS].replace("\ufffd", ""), maximum_threshold=1.0)
+        if mess >= _MAX_MESS:
+            continue
+        key = (round(mess, 2), n, order)
+        if best is None or key < best[0]:
+            best = (key, text, enc, n)
+    if best is None:
+        return None
+    _, text, enc, n = best
+    if errors not in ("strict", "replace"):
+        text = data.decode(enc, errors)  # e.g. "ignore": the caller's handler for the bad bytes
+    return text, enc, n
+
+
+def replacement_note(encoding: str, replacements: int) -> str:
+    """Human note for a lossy decode, e.g. ``"decoded as gb18030 with 1 replacement character"``."""
+    plural = "" if replacements == 1 else "s"
+    return f"decoded as {encoding} with {replacements} replacement character{plural}"
+
+
 def normalize_newlines(text: str) -> str:
     """``\\r\\n`` and lone ``\\r`` become ``\\n`` (what Python's text mode does)."""
     if "\r" in text:
@@ -132,19 +201,38 @@ def decode_bytes(
         encoding: force this codec (a leading BOM of that codec is dropped) and decode
             with ``errors``.  ``None`` detects: a UTF-8/16/32 BOM first, then
             ``declared`` (e.g. an HTML ``<meta charset>``) if it decodes strictly, then
-            strict UTF-8, then charset-normalizer (GBK family → GB18030).
+            strict UTF-8, then charset-normalizer (GBK family → GB18030), then the lossy
+            fallback for slightly damaged text (module docstring), logged as a warning.
         errors: codec error handler (``"strict"``, ``"replace"``, ``"ignore"`` …) used for
-            the final decode.
+            the final decode; the lossy fallback uses ``"replace"`` unless this names
+            another non-strict handler.
         declared: an encoding the content itself claims; trusted only if it decodes.
 
     Newlines are returned as found; see :func:`normalize_newlines`.
 
     Raises:
         BinaryContentError: ``data`` looks binary (NUL bytes not explained by UTF-16/32,
-            no plausible encoding, or > 5 % control characters).
-        UnicodeDecodeError: a forced (or detected) codec fails with ``errors="strict"``.
+            no encoding fits even with ≤ 1 replacement per 1,000 characters, or > 5 %
+            control characters).
+        UnicodeDecodeError: a forced codec fails with ``errors="strict"``, or a BOM's
+            codec fails on more bytes than the lossy fallback tolerates.
         LookupError: ``encoding`` names no codec.
     """
+    text, enc, n = decode_bytes_counted(data, encoding, errors, declared)
+    if n:
+        logger.warning("%s (undecodable bytes)", replacement_note(enc, n))
+    return text, enc
+
+
+def decode_bytes_counted(
+    data: bytes,
+    encoding: Optional[str] = None,
+    errors: str = "strict",
+    declared: Optional[str] = None,
+) -> Tuple[str, str, int]:
+    """:func:`decode_bytes` without the warning, returning ``(text, codec_name, replacements)``:
+    ``replacements`` counts the U+FFFD characters the lossy fallback inserted (0 when the
+    bytes decoded strictly or the codec was forced).  Same arguments and errors."""
     if encoding is not None:
         enc = _canonical(encoding)
         bom = _bom_encoding(data)
@@ -155,12 +243,18 @@ def decode_bytes(
         text = data.decode(enc, errors)
         if enc == "utf-8" and text.startswith("\ufeff"):
             text = text[1:]
-        return text, enc
+        return text, enc, 0
 
     bom = _bom_encoding(data)
     if bom is not None:
         enc, n = bom
-        return data[n:].decode(enc, errors), enc
+        try:
+            return data[n:].decode(enc, errors), enc, 0
+        except UnicodeDecodeError:
+            lossy = _decode_lossy(data[n:], (enc,), errors)
+            if lossy is None:
+                raise
+            return lossy
 
     sample = data[:_SAMPLE_BYTES]
     if b"\x00" in sample:
@@ -174,7 +268,7 @@ def decode_bytes(
             raise BinaryContentError("NUL bytes") from exc
         if _looks_binary(text):
             raise BinaryContentError("control characters")
-        return text, enc
+        return text, enc, 0
 
     if declared:
         dec = _canonical(declared)
@@ -187,21 +281,34 @@ def decode_bytes(
                 logger.debug("declared encoding %r does not fit; detecting", declared)
             else:
                 if not _looks_binary(text):
-                    return text, dec
+                    return text, dec, 0
 
     try:
         text = data.decode("utf-8", "strict")
-    except UnicodeDecodeError:
-        pass
+    except UnicodeDecodeError as exc:
+        # Valid UTF-8 cut inside its last character: the detector would guess a code page
+        # for mostly-ASCII text (mojibake), so take UTF-8 when everything before the cut
+        # decodes and holds multi-byte sequences (chance in a legacy encoding is negligible).
+        if exc.reason == "unexpected end of data" and not data[: exc.start].isascii():
+            lossy = _decode_lossy(data, ("utf-8",), errors)
+            if lossy is not None:
+                return lossy
     else:
         if _looks_binary(text):
             raise BinaryContentError("control characters")
-        return text, "utf-8"
+        return text, "utf-8", 0
 
     enc = detect_encoding(data)
-    if enc is None:
+    if enc is not None:
+        try:
+            text = data.decode(enc, errors)
+        except UnicodeDecodeError:  # charset-normalizer tolerates e.g. a cut last character
+            pass
+        else:
+            if _looks_binary(text):
+                raise BinaryContentError("control characters")
+            return text, enc, 0
+    lossy = _decode_lossy(data, ((enc,) if enc else ()) + _LOSSY_CANDIDATES, errors)
+    if lossy is None:
         raise BinaryContentError("no plausible text encoding")
-    text = data.decode(enc, errors)
-    if _looks_binary(text):
-        raise BinaryContentError("control characters")
-    return text, enc
+    return lossy

@@ -10,9 +10,10 @@ from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, file_path_str, make_document
 from ragloom.readers.encoding import (
     BinaryContentError,
-    decode_bytes,
+    decode_bytes_counted,
     looks_binary_head,
     normalize_newlines,
+    replacement_note,
 )
 from ragloom.readers.markdown import MARKDOWN_EXTS, TITLE_KEY, markdown_title
 from ragloom.schema import Document
@@ -38,7 +39,10 @@ def read_text_file(
 ) -> Tuple[str, str]:
     """Read and decode a text file; return ``(text, codec_name)`` with ``\\n`` newlines.
 
-    See :func:`ragloom.readers.encoding.decode_bytes` for how the codec is chosen.
+    See :func:`ragloom.readers.encoding.decode_bytes` for how the codec is chosen.  Slightly
+    damaged text (cut mid-character, a stray bad byte: ≤ 1 undecodable byte per 1,000
+    characters) is read with U+FFFD replacement characters and logged as a warning naming
+    the file, e.g. ``"<path>: decoded as gb18030 with 1 replacement character"``.
 
     Raises:
         ReaderError: reason ``"binary file"`` if the bytes are not text, or
@@ -52,11 +56,13 @@ def read_text_file(
                 raise ReaderError(file_path_str(file), REASON_BINARY)
             data = head + fh.read()
     try:
-        text, enc = decode_bytes(data, encoding=encoding, errors=errors, declared=declared)
+        text, enc, replaced = decode_bytes_counted(data, encoding=encoding, errors=errors, declared=declared)
     except BinaryContentError as exc:
         raise ReaderError(file_path_str(file), REASON_BINARY, exc) from exc
     except UnicodeDecodeError as exc:
         raise ReaderError(file_path_str(file), f"cannot decode as {exc.encoding}: {exc.reason}", exc) from exc
+    if replaced:
+        logger.warning("%s: %s (undecodable bytes)", file_path_str(file), replacement_note(enc, replaced))
     return normalize_newlines(text), enc
 
 

@@ -14,16 +14,26 @@ class BaseRetriever(ABC):
     """Base class of retrievers (LlamaIndex's ``retrieve`` / ``aretrieve``)."""
 
     def retrieve(self, str_or_query_bundle: QueryType) -> List[NodeWithScore]:
-        """Nodes most relevant to the query, best first."""
+        """Nodes most relevant to the query, best first.
+
+        Raises:
+            ValueError: the query string is empty or whitespace and no query embedding is given.
+        """
         bundle = (
             QueryBundle(query_str=str_or_query_bundle)
             if isinstance(str_or_query_bundle, str)
             else str_or_query_bundle
         )
+        _check_not_empty(bundle)
         return self._retrieve(bundle)
 
     async def aretrieve(self, str_or_query_bundle: QueryType) -> List[NodeWithScore]:
         return self.retrieve(str_or_query_bundle)
+
+
+def _check_not_empty(bundle: QueryBundle) -> None:
+    if bundle.embedding is None and not (bundle.query_str or "").strip():
+        raise ValueError("the query is empty: pass a non-empty query string (or a QueryBundle with an embedding)")
 
     @abstractmethod
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]: ...
