@@ -121,3 +121,19 @@ def test_chinese_query_with_english_only_model_skips_the_dense_side(example_docs
         assert calls == ["green tea"]
     finally:
         del index.embed_model.get_query_embedding
+
+
+def test_ref_doc_info_lists_documents_kept_only_in_the_vector_store(tmp_path):
+    # the default store keeps the node text, so the docstore holds no nodes; ref_doc_info must
+    # still list every document and its nodes (LlamaIndex raises NotImplementedError here)
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path / "idx"), create_if_missing=True)
+    a = Document(text="Alpacas are kept for their soft wool in the Andes.", id_="a", metadata={"kind": "animal"})
+    b = Document(text="Sourdough bread rises with wild yeast. " * 60, id_="b", metadata={"kind": "food"})
+    index = VectorStoreIndex.from_documents([a, b], storage_context=sc)
+    info = index.ref_doc_info
+    assert set(info) == {"a", "b"}
+    assert info["a"].metadata["kind"] == "animal" and len(info["a"].node_ids) == 1
+    stored = {n.node_id for n in index.vector_store.get_nodes() if n.ref_doc_id == "b"}
+    assert set(info["b"].node_ids) == stored and len(stored) >= 2
+    index.delete_ref_doc("a")
+    assert set(index.ref_doc_info) == {"b"}

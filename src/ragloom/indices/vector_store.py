@@ -172,7 +172,28 @@ class VectorStoreIndex:
 
     @property
     def ref_doc_info(self) -> Dict[str, Any]:
-        return self.docstore.get_all_ref_doc_info()
+        """``{ref_doc_id: RefDocInfo(node_ids, metadata)}`` of every source document in the index.
+
+        From the docstore when it holds the nodes; when the vector store keeps the text (the
+        default SQLite store) and the docstore does not, from the vector store itself (LlamaIndex
+        raises ``NotImplementedError`` there).
+
+        Raises:
+            NotImplementedError: the nodes live only in a vector store that cannot list them by
+                document (pass ``store_nodes_override=True`` when building the index).
+        """
+        from ragloom.storage.docstore.types import RefDocInfo
+
+        info = self.docstore.get_all_ref_doc_info() or {}
+        if info or not getattr(self.vector_store, "stores_text", False):
+            return info
+        lister = getattr(self.vector_store, "ref_doc_nodes", None)
+        if not callable(lister):
+            raise NotImplementedError(
+                f"{type(self.vector_store).__name__} keeps the nodes and cannot list them by document; "
+                "build the index with store_nodes_override=True to keep them in the docstore too"
+            )
+        return {ref: RefDocInfo(node_ids=ids, metadata=meta) for ref, (ids, meta) in lister().items()}
 
     def _check_embed_model(self) -> None:
         recorded = self._index_struct.embed_model or {}

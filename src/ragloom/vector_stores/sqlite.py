@@ -33,6 +33,7 @@ filter matching 10 rows and 58 ms for one matching half the rows, against
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -245,6 +246,21 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     ) -> Tuple[str, List[Any]]:
         """SQL over the nodes table aliased ``n``; ``("1", [])`` when nothing restricts."""
         return nodes_where(node_ids=node_ids, doc_ids=doc_ids, filters=filters)
+
+    def ref_doc_nodes(self) -> Dict[str, Tuple[List[str], Dict[str, Any]]]:
+        """``{ref_doc_id: (node ids in insertion order, metadata of the document's first node)}``
+        for every source document with a node here (nodes without a ``ref_doc_id`` are left out)."""
+        out: Dict[str, Tuple[List[str], Dict[str, Any]]] = {}
+        rows = self._db.execute(
+            f'SELECT ref_doc_id, node_id, json(metadata) FROM "{self._nodes}" WHERE ref_doc_id IS NOT NULL ORDER BY id'
+        )
+        for ref, node_id, meta in rows:
+            entry = out.get(ref)
+            if entry is None:
+                out[ref] = ([node_id], json.loads(meta) if meta else {})
+            else:
+                entry[0].append(node_id)
+        return out
 
     def get_nodes(
         self,
