@@ -256,7 +256,9 @@ def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Option
     tokens = [0]
     show_progress = show_progress and sys.stderr.isatty()
     bar_files = tqdm(total=total_files, desc="Reading  ", unit="file", position=0, disable=not show_progress)
-    bar_embed = tqdm(total=0, desc="Embedding", unit="node", position=1, disable=not show_progress)
+    # the number of nodes is known only batch by batch, so this bar counts (with a rate) instead
+    # of showing a percentage that would jump back each time a batch adds to the total
+    bar_embed = tqdm(total=None, desc="Embedding", unit="node", position=1, disable=not show_progress)
 
     def batches() -> Iterator[List[Document]]:
         for reader in readers:
@@ -281,10 +283,7 @@ def _run_index_locked(paths: Sequence[Path], index_dir: Path, chunk_size: Option
         bar_files.update(bar_files.total - bar_files.n)
 
     def on_progress(event: str, payload: Any) -> None:
-        if event == "embedding":
-            bar_embed.total += payload
-            bar_embed.refresh()
-        elif event == "embedded":
+        if event == "embedded":
             bar_embed.update(payload)
         elif event == "committed" and tokenizer is not None and payload:
             tokens[0] += int(sum(tokenizer.count_batch([n.get_content(MetadataMode.EMBED) for n in payload])))
