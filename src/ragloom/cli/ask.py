@@ -25,24 +25,6 @@ RESPONSE_MODES = (
 _SNIPPET_CHARS = 300
 
 
-def _source(rank: int, nws: Any) -> Dict[str, Any]:
-    from ragloom.cli.indexing import _display_path, _location
-    from ragloom.schema import MetadataMode
-
-    node = nws.node
-    md = dict(node.metadata or {})
-    source = md.get("file_path") or node.ref_doc_id or node.node_id
-    return {
-        "rank": rank,
-        "score": float(nws.score) if nws.score is not None else None,
-        "source": _display_path(str(source)),
-        "file_path": md.get("file_path"),
-        "location": _location(node),
-        "node_id": node.node_id,
-        "text": node.get_content(MetadataMode.NONE),
-    }
-
-
 def run_ask(
     question: str,
     index_dir: Path,
@@ -65,9 +47,9 @@ def run_ask(
             to it as it is generated.
 
     Returns:
-        ``{"question", "answer", "sources": [{"rank", "score", "source", "file_path",
-        "location", "node_id", "text"}], "llm", "toy", "note", "response_mode", "mode",
-        "seconds"}`` (``note``: the toy model's warning, else ``None``).
+        ``{"question", "answer", "sources": [...], "llm", "toy", "note", "response_mode",
+        "mode", "seconds"}``; each source is :func:`ragloom.cli.indexing.source_dict` (as
+        ``ragloom query --json`` prints it); ``note``: the toy model's warning, else ``None``.
 
     Raises:
         click.ClickException: no index in ``index_dir``.
@@ -75,7 +57,7 @@ def run_ask(
         ImportError: the chosen LLM's extra is not installed.
         RagloomError: the LLM request failed (e.g. :class:`~ragloom.llms.remote.LLMProviderError`).
     """
-    from ragloom.cli.indexing import _MODES, _open_index
+    from ragloom.cli.indexing import _MODES, _open_index, source_dict
     from ragloom.llms import resolve_llm
 
     if mode not in _MODES:
@@ -108,7 +90,7 @@ def run_ask(
     return {
         "question": question,
         "answer": answer,
-        "sources": [_source(i, nws) for i, nws in enumerate(response.source_nodes, 1)],
+        "sources": [source_dict(i, nws) for i, nws in enumerate(response.source_nodes, 1)],
         "llm": model.metadata.model_name,
         "toy": bool(getattr(model, "is_toy", False)),
         "note": getattr(model, "TOY_NOTICE", None),

@@ -371,22 +371,25 @@ def run_query(text: str, index_dir: Path, top_k: int = 5, mode: str = "hybrid") 
         raise click.ClickException(f"no index in {index_dir}: run 'ragloom index PATH' first")
     index = _open_index(Path(index_dir), create=False)
     results = index.as_retriever(similarity_top_k=top_k, vector_store_query_mode=_MODES[mode]).retrieve(text)
-    out = []
-    for rank, nws in enumerate(results, 1):
-        node = nws.node
-        md = dict(node.metadata or {})
-        source = md.get("file_path") or node.ref_doc_id or node.node_id
-        out.append({
-            "rank": rank,
-            "score": float(nws.score) if nws.score is not None else None,
-            "source": _display_path(str(source)),
-            "file_path": md.get("file_path"),
-            "location": _location(node),
-            "page_label": md.get("page_label"),
-            "start_char_idx": node.start_char_idx,
-            "end_char_idx": node.end_char_idx,
-            "node_id": node.node_id,
-            "ref_doc_id": node.ref_doc_id,
-            "text": node.get_content(MetadataMode.NONE),
-        })
-    return out
+    return [source_dict(rank, nws) for rank, nws in enumerate(results, 1)]
+
+
+def source_dict(rank: int, nws: Any) -> Dict[str, Any]:
+    """One retrieved chunk as ``ragloom query --json`` and ``ragloom ask --json`` print it: rank,
+    score, display path of its file, location (page / character range), offsets, ids and text."""
+    node = nws.node
+    md = dict(node.metadata or {})
+    source = md.get("file_path") or node.ref_doc_id or node.node_id
+    return {
+        "rank": rank,
+        "score": float(nws.score) if nws.score is not None else None,
+        "source": _display_path(str(source)),
+        "file_path": md.get("file_path"),
+        "location": _location(node),
+        "page_label": md.get("page_label"),
+        "start_char_idx": node.start_char_idx,
+        "end_char_idx": node.end_char_idx,
+        "node_id": node.node_id,
+        "ref_doc_id": node.ref_doc_id,
+        "text": node.get_content(MetadataMode.NONE),
+    }
