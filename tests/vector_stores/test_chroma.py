@@ -22,6 +22,7 @@ from vector_store_conformance import (
     DIM,
     FILTER_CASES,
     VectorStoreConformance,
+    bulk_add_check,
     make_nodes,
 )
 
@@ -430,33 +431,7 @@ def test_llamaindex_quickstart_script_and_reopen(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_bulk_add_100k_384d(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """100k × 384-d nodes in one add (19 Chroma batches); timings printed."""
-    n, dim = 100_000, 384
-    rng = np.random.default_rng(0)
-    emb = rng.standard_normal((n, dim)).astype(np.float32)
-    emb_lists = emb.tolist()
-    nodes = [
-        TextNode(id_=f"n{i}", text="lorem ipsum " * 40, embedding=emb_lists[i], metadata={"doc": f"d{i // 10}", "chunk": i % 10},
-                 relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=f"d{i // 10}")})
-        for i in range(n)
-    ]
     store = ChromaVectorStore(chroma_collection=persistent_collection(tmp_path / "chroma"))
-    t0 = time.perf_counter()
-    store.add(nodes)
-    t_add = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    result = store.query(VectorStoreQuery(query_embedding=emb[123].tolist(), similarity_top_k=10))
-    t_query = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    filtered = store.query(VectorStoreQuery(query_embedding=emb[123].tolist(), similarity_top_k=10,
-                                            filters=MetadataFilters([MetadataFilter("doc", "d12")])))
-    t_filtered = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    store.delete("d5")
-    t_delete = time.perf_counter() - t0
-    assert result.ids[0] == "n123"
-    assert filtered.ids[0] == "n123" and sorted(filtered.ids) == sorted(f"n{i}" for i in range(120, 130))
-    assert store.count() == n - 10
-    store.close()
     with capsys.disabled():
-        print(f"\n[chroma 100k x 384] add {t_add:.1f}s  query {t_query * 1000:.0f}ms  "
-              f"filtered {t_filtered * 1000:.0f}ms  delete doc {t_delete * 1000:.0f}ms")
+        bulk_add_check(store, "chroma")
+    store.close()
