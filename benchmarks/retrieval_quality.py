@@ -229,7 +229,7 @@ def build_index(nodes, embed, dataset: str, cache_dir: Path):
     vecs, secs = cached_embeddings(
         "nodes", dataset, texts, embed, cache_dir, query=False
     )
-    for node, v in zip(nodes, vecs):
+    for node, v in zip(nodes, vecs, strict=True):
         node.embedding = v.tolist()
     t0 = time.perf_counter()
     index = VectorStoreIndex(nodes=nodes, embed_model=embed)
@@ -382,7 +382,7 @@ def store_rankings(store, query_str: str, qvec, pool: int, top_k: int):
                 alpha=alpha if mode == "hybrid" else None,
             )
         )
-        out.append(list(zip(res.ids, res.similarities)))
+        out.append(list(zip(res.ids, res.similarities, strict=True)))
     return out
 
 
@@ -413,7 +413,7 @@ def evaluate_ir(name: str, embed, cache_dir: Path, max_queries: int | None) -> d
     }
     n_cjk = 0
     tq = time.perf_counter()
-    for q, v in zip(queries, qvecs):
+    for q, v in zip(queries, qvecs, strict=True):
         rels = qrels[str(q["_id"])]
         cjk = is_mostly_cjk(q["text"])
         n_cjk += cjk
@@ -455,7 +455,7 @@ def evaluate_fastapi(embed, cache_dir: Path) -> dict:
     folder = DATA / "markdown_fastapi" / "docs" / "en" / "docs" / "tutorial"
     docs = SimpleDirectoryReader(str(folder), required_exts=[".md"]).load_data()
     probe = VectorStoreIndex(nodes=None, embed_model=embed)
-    from ragloom.indices.vector_store import run_transformations
+    from ragloom.ingestion import run_transformations
 
     nodes = run_transformations(docs, probe.transformations)
     for i, n in enumerate(nodes):
@@ -481,7 +481,7 @@ def evaluate_fastapi(embed, cache_dir: Path) -> dict:
     names = ["dense", "bm25", "hybrid"] + list(methods)
     per: dict[str, dict[str, list[float]]] = {m: {"top1": [], "mrr": []} for m in names}
     top1_pages: dict[str, list[str]] = {m: [] for m in names}
-    for (question, page), v in zip(FASTAPI_QUESTIONS, qvecs):
+    for (question, page), v in zip(FASTAPI_QUESTIONS, qvecs, strict=True):
         cjk = is_mostly_cjk(question)
         dense, sparse, hybrid = store_rankings(store, question, v.tolist(), POOL, TOP_K)
         got = [n.node.node_id for n in default_retriever.retrieve(question)]
@@ -522,7 +522,8 @@ def print_table(res: dict) -> None:
     if name == "fastapi":
         cols = ("top1", "mrr")
         print(
-            f"\n## fastapi tutorial: {res['docs']} pages, {res['nodes']} nodes, {res['queries']} questions (node-level ranking)"
+            f"\n## fastapi tutorial: {res['docs']} pages, {res['nodes']} nodes, {res['queries']} questions "
+            "(node-level ranking)"
         )
     else:
         cols = ("ndcg@10", "recall@100")
@@ -553,7 +554,8 @@ def summary(results: list[dict]) -> dict:
     names = list(ir[0]["metrics"])
     out = {}
     print(
-        "\n## targets of issue 6 (nDCG@10): hybrid > max(dense, bm25) on each dataset; SciFact >= 0.70; CMRC2018 >= 0.98"
+        "\n## targets of issue 6 (nDCG@10): hybrid > max(dense, bm25) on each dataset; "
+        "SciFact >= 0.70; CMRC2018 >= 0.98"
     )
     header = (
         f"{'method':28s} "
@@ -608,7 +610,8 @@ def main() -> int:
     embed = HuggingFaceEmbedding(device=args.device)
     cache_dir = Path(args.cache_dir)
     print(
-        f"ragloom retrieval quality — model {embed.model_name} (bundled, English-only, {embed.max_length}-token window), "
+        f"ragloom retrieval quality — model {embed.model_name} "
+        f"(bundled, English-only, {embed.max_length}-token window), "
         f"SentenceSplitter chunk_size={embed.max_text_tokens} overlap=32, doc score = best node; "
         f"pools {POOL} nodes per side, top {TOP_K} docs; RRF k={RRF_K}. "
         f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')} (irrelevant: sqlite-vec does the math)."

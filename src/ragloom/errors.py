@@ -26,3 +26,36 @@ class ModelNotAvailableError(RagloomError, OSError):
 
 class IndexLockedError(RagloomError):
     """Another process holds the write lock of an index directory."""
+
+
+class DocumentError(RagloomError, ValueError):
+    """One input document cannot be ingested; the others go on.
+
+    ``doc_id`` is the document, ``keys`` the metadata keys at fault (empty when the text itself is),
+    ``reason`` a short human-readable cause.  A ``ValueError``, so callers that catch bad input keep
+    working.
+    """
+
+    def __init__(self, doc_id: str, reason: str, keys: tuple = ()) -> None:
+        super().__init__(f"document {doc_id!r}: {reason}")
+        self.doc_id = doc_id
+        self.reason = reason
+        self.keys = tuple(keys)
+
+
+class MetadataTooLongError(DocumentError):
+    """A document's embedded metadata leaves no room for text within ``chunk_size`` tokens."""
+
+
+class UnserializableMetadataError(DocumentError):
+    """A metadata value cannot be stored as JSON (e.g. a custom object)."""
+
+
+class IngestionError(RagloomError, ValueError):
+    """Raised by ingestion with ``raise_on_error=True``: ``failures`` lists every document that failed."""
+
+    def __init__(self, failures: list) -> None:
+        lines = "; ".join(f"{f.doc_id}: {f.message}" for f in failures[:5])
+        more = f" (and {len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(f"{len(failures)} document(s) could not be ingested: {lines}{more}")
+        self.failures = list(failures)

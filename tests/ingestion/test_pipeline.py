@@ -127,7 +127,7 @@ def test_upserts_replaces_changed_document_vectors_exactly(embed):
     assert {n.ref_doc_id for n in out} == {"a"}
     assert sc.vector_store.count() == per_doc["b"] + per_doc["c"] + len(out)
     assert sorted(sc.docstore.get_ref_doc_info("a").node_ids) == sorted(n.id_ for n in out)
-    assert sc.docstore.get_document_hash("a") == docs(edited)[0].hash
+    assert sc.docstore.get_document_hash("a") == p.engine().fingerprint([docs(edited)[0]])
     stored = sc.vector_store.get_nodes(node_ids=[n.id_ for n in out])
     assert len(stored) == len(out)
 
@@ -140,7 +140,11 @@ def test_duplicates_only_within_batch(embed):
         vector_store=sc.vector_store,
         docstore_strategy=DocstoreStrategy.DUPLICATES_ONLY,
     )
-    batch = [Document(id_="x1", text=TEXTS["a"]), Document(id_="x2", text=TEXTS["a"]), Document(id_="y", text=TEXTS["c"])]
+    batch = [
+        Document(id_="x1", text=TEXTS["a"]),
+        Document(id_="x2", text=TEXTS["a"]),
+        Document(id_="y", text=TEXTS["c"]),
+    ]
     out = p.run(documents=batch)
     assert {n.ref_doc_id for n in out} == {"x1", "y"}
     count = sc.vector_store.count()
@@ -211,7 +215,7 @@ def test_pipeline_persist_and_load(tmp_path, embed, monkeypatch):
     count = Counting(embed, monkeypatch)
     q = IngestionPipeline(transformations=[splitter(embed), embed])
     q.load(tmp_path / "pipe")
-    assert q.docstore.get_document_hash("a") == docs()[0].hash
+    assert q.docstore.get_document_hash("a") == q.engine().fingerprint([docs()[0]])
     assert q.run(documents=docs()) == []  # docstore says unchanged
     q.docstore = None
     q.run(documents=docs())
@@ -295,7 +299,7 @@ def test_changed_splitter_keeps_earlier_step_cached(embed):
 
 def test_num_workers_uses_processes(embed, caplog):
     many = {f"d{i}": f"Document {i} is here. " * 4 for i in range(4)}
-    with caplog.at_level("DEBUG", logger="ragloom.ingestion.pipeline"):
+    with caplog.at_level("DEBUG", logger="ragloom.ingestion.transform"):
         IngestionPipeline(transformations=[splitter(embed)]).run(documents=docs(many), num_workers=2)
     assert "in 2 worker processes" in caplog.text
 

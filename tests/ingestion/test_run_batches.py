@@ -91,7 +91,7 @@ def test_a_document_that_cannot_be_split_is_reported_and_the_rest_is_written(emb
     batch = docs()
     batch[1] = Document(id_="b", text=TEXTS["b"], metadata={"name": "very long metadata " * 20})
     s = p.run_batches([batch])
-    assert [doc_id for doc_id, _ in s.failed] == ["b"] and "metadata" in s.failed[0][1]
+    assert [f.doc_id for f in s.failed] == ["b"] and "metadata" in s.failed[0].message
     assert s.added == 3 and sc.docstore.get_document_hash("b") is None
     assert sc.docstore.get_ref_doc_info("b") is None
     assert sorted(sc.docstore.get_all_ref_doc_info()) == ["a", "c", "d"]
@@ -157,8 +157,8 @@ def test_nodes_the_vector_store_rejects_fail_their_document_before_embedding(emb
         docstore=sc.docstore, vector_store=store, docstore_strategy="upserts_and_delete", disable_cache=True,
     )
     s = p.run_batches([batch])
-    assert [d for d, _ in s.failed] == ["c"] and "secret" in s.failed[0][1]
+    assert [f.doc_id for f in s.failed] == ["c"] and "secret" in s.failed[0].message
     assert s.nodes_embedded == s.nodes_written == store.count()  # c's nodes were never embedded
     assert sorted(sc.docstore.get_all_ref_doc_info()) == ["a", "b", "d"]
     with pytest.raises(ValueError, match="secret"):
-        p.run(documents=[Document(id_="e", text="Some text.", metadata={"secret": "y"})])
+        p.run(documents=[Document(id_="e", text="Some text.", metadata={"secret": "y"})], raise_on_error=True)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ragloom.data_structs import IndexDict
 from ragloom.embeddings import BaseEmbedding, resolve_embed_model
-from ragloom.ingestion.pipeline import run_transformations
 from ragloom.schema import BaseNode, Document, NodeWithScore, TransformComponent
 from ragloom.settings import Settings
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_INSERT_BATCH_SIZE = 2048
+#: documents planned, transformed and committed per transaction by :meth:`VectorStoreIndex.from_documents`
+DOCUMENTS_PER_BATCH = 256
 
 
 def default_transformations(embed_model: Optional[BaseEmbedding] = None) -> List[TransformComponent]:
@@ -101,12 +101,17 @@ class VectorStoreIndex:
         show_progress: bool = False,
         embed_model: Any = None,
         transformations: Optional[List[TransformComponent]] = None,
+        raise_on_error: bool = False,
         **kwargs: Any,
     ) -> "VectorStoreIndex":
         """Split ``documents`` with ``transformations``, embed the nodes and store them.
 
-        Each document's hash is recorded in the docstore, so :meth:`refresh_ref_docs` can
-        later tell unchanged documents from changed ones.
+        Runs the ingestion engine (:mod:`ragloom.ingestion.engine`) in batches of
+        :data:`DOCUMENTS_PER_BATCH` documents, one transaction each.  Each document's fingerprint is
+        recorded in the docstore, so :meth:`refresh_ref_docs` can later tell unchanged documents
+        from changed ones.  A document that cannot be ingested (metadata longer than the chunk
+        budget, values that are not JSON) is logged and skipped, and the others are stored;
+        ``raise_on_error=True`` raises :class:`~ragloom.errors.IngestionError` after storing them.
         """
         index = cls(
             nodes=None,
@@ -116,8 +121,7 @@ class VectorStoreIndex:
             show_progress=show_progress,
             **kwargs,
         )
-        for batch in _batches(list(documents), 256):
-            index._insert_documents(batch, show_progress=show_progress)
+        index._ingest(documents, show_progress=show_progress, raise_on_error=raise_on_error)
         return index
 
     @classmethod
@@ -206,95 +210,101 @@ class VectorStoreIndex:
                 self._embed_model.model_name,
             )
 
-    # -- writing -------------------------------------------------------------------------
-    def _transaction(self) -> Any:
-        tx = getattr(self._storage_context, "transaction", None)
-        return tx() if callable(tx) else contextlib.nullcontext()
+    # -- writing (thin callers of the ingestion engine) -----------------------------------------
+    def _engine(self, transformations: Optional[Sequence[TransformComponent]] = None, plan_sources: bool = True) -> Any:
+        """The :class:`~ragloom.ingestion.engine.IngestionEngine` over this index's stores:
+        ``transformations`` (default: the index's) followed by the embed model, ``UPSERTS``."""
+        from ragloom.ingestion.engine import IngestionEngine
 
-    def _add_nodes(self, nodes: List[BaseNode], show_progress: bool) -> List[str]:
-        todo = [n for n in nodes if n.embedding is None]
-        if todo:
-            self._embed_model(todo, show_progress=show_progress)
-        ids = self.vector_store.add(nodes)
-        if not getattr(self.vector_store, "stores_text", False) or self._store_nodes_override:
-            for node, vid in zip(nodes, ids):
-                self._index_struct.add_node(node.node_id, vid)
-            self.docstore.add_documents(nodes, allow_update=True)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
-        return ids
+        steps = list(self.transformations if transformations is None else transformations)
+        if not any(isinstance(t, BaseEmbedding) for t in steps):
+            steps.append(self._embed_model)
+        keep_text = not self.vector_store.stores_text or self._store_nodes_override
+        return IngestionEngine(
+            steps,
+            docstore=self.docstore,
+            vector_store=self.vector_store,
+            store_doc_text=keep_text,
+            on_nodes_written=self._record_nodes if keep_text else None,
+            plan_sources=plan_sources,
+        )
 
-    def _validate_for_store(self, nodes: Sequence[BaseNode]) -> None:
-        """Let the vector store reject nodes it cannot hold before any embedding is computed."""
-        validate = getattr(self.vector_store, "validate_nodes", None)
-        if callable(validate):
-            validate(nodes)
+    def _record_nodes(self, nodes: List[BaseNode], ids: List[str]) -> None:
+        for node, vid in zip(nodes, ids):
+            self._index_struct.add_node(node.node_id, vid)
+        self._storage_context.index_store.add_index_struct(self._index_struct)
 
     def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> None:
-        """Embed (where needed) and store ``nodes`` in batches of ``insert_batch_size``.
+        """Embed (where needed) and store ``nodes`` as given, in batches of ``insert_batch_size``.
+
+        No document fingerprints are compared or recorded (use :meth:`refresh_ref_docs` or an
+        :class:`~ragloom.ingestion.IngestionPipeline` with pre-split nodes for that).
 
         Raises:
             ValueError: the vector store cannot hold one of the nodes (its ``validate_nodes``);
                 raised before any node is embedded.
         """
         nodes = list(nodes)
-        self._validate_for_store(nodes)
-        for batch in _batches(nodes, self._insert_batch_size):
-            with self._transaction():
-                self._add_nodes(batch, show_progress=show_progress)
+        self.vector_store.validate_nodes(nodes)
+        self._engine([], plan_sources=False).run(
+            _batches(nodes, self._insert_batch_size), raise_on_error=True, show_progress=show_progress
+        )
 
-    def _insert_documents(self, documents: Sequence[Document], show_progress: bool = False) -> int:
-        """Split, embed and store ``documents``; each batch of nodes and the documents' hashes commit together.
+    def _ingest(self, documents: Sequence[Document], force: bool = False, show_progress: bool = False,
+                raise_on_error: bool = False) -> Any:
+        """Run the engine over ``documents`` in batches; returns ``(IngestionStats, list[Plan])``."""
+        plans: List[Any] = []
+        stats = self._engine().run(
+            _batches(list(documents), DOCUMENTS_PER_BATCH),
+            force=force,
+            raise_on_error=raise_on_error,
+            plans=plans,
+            show_progress=show_progress,
+        )
+        return stats, plans
 
-        Returns the number of nodes written.
+    def insert(self, document: Document, raise_on_error: bool = True, **kwargs: Any) -> None:
+        """Split, embed and store one document (replacing its nodes if it was stored before).
+
+        Raises:
+            IngestionError: (a ``ValueError``) the document cannot be ingested (``raise_on_error``).
         """
-        nodes = run_transformations(documents, self.transformations, show_progress=show_progress)
-        self._validate_for_store(nodes)
-        with self._transaction():
-            for batch in _batches(nodes, self._insert_batch_size):
-                self._add_nodes(batch, show_progress=show_progress)
-            for doc in documents:
-                self.docstore.set_document_hash(doc.id_, doc.hash)
-        return len(nodes)
-
-    def insert(self, document: Document, **kwargs: Any) -> None:
-        """Split, embed and store one document."""
-        self._insert_documents([document], show_progress=self._show_progress)
+        self._ingest([document], show_progress=self._show_progress, raise_on_error=raise_on_error)
 
     def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, **kwargs: Any) -> None:
-        """Remove every node of document ``ref_doc_id`` from the vector store (and the docstore if asked)."""
+        """Remove every node of document ``ref_doc_id`` from the vector store, and its record from the
+        docstore (with ``delete_from_docstore``; always when the docstore holds only its fingerprint
+        and links, so a later :meth:`refresh_ref_docs` re-inserts it)."""
         with self._transaction():
             self.vector_store.delete(ref_doc_id)
-            if delete_from_docstore:
-                self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
-                self.docstore.delete_document(ref_doc_id, raise_error=False)
+            self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
+            self.docstore.delete_document(ref_doc_id, raise_error=False)
 
     def update_ref_doc(self, document: Document, **kwargs: Any) -> None:
-        """Replace the nodes of ``document`` (same ``id_``) with freshly split and embedded ones."""
-        with self._transaction():
-            self.delete_ref_doc(document.id_, delete_from_docstore=True)
-            self._insert_documents([document], show_progress=self._show_progress)
+        """Replace the nodes of ``document`` (same ``id_``) with freshly split and embedded ones.
 
-    def refresh_ref_docs(self, documents: Sequence[Document], show_progress: bool = False, **kwargs: Any) -> List[bool]:
-        """Insert new documents, replace changed ones, skip unchanged ones (by :attr:`Document.hash`).
-
-        Returns ``list[bool]``, one per document: ``True`` if it was inserted or updated.
+        Raises:
+            IngestionError: (a ``ValueError``) the document cannot be ingested.
         """
-        refreshed: List[bool] = []
-        changed: List[Document] = []
-        for doc in documents:
-            old = self.docstore.get_document_hash(doc.id_)
-            if old == doc.hash:
-                refreshed.append(False)
-                continue
-            refreshed.append(True)
-            changed.append(doc)
-        if changed:
-            with self._transaction():
-                for doc in changed:
-                    if self.docstore.get_document_hash(doc.id_) is not None:
-                        self.delete_ref_doc(doc.id_, delete_from_docstore=True)
-                self._insert_documents(changed, show_progress=show_progress)
-        return refreshed
+        self._ingest([document], force=True, show_progress=self._show_progress, raise_on_error=True)
+
+    def refresh_ref_docs(self, documents: Sequence[Document], show_progress: bool = False,
+                         raise_on_error: bool = False, **kwargs: Any) -> List[bool]:
+        """Insert new documents, replace changed ones, skip unchanged ones.
+
+        "Changed" means a different :attr:`Document.hash` *or* different transformations (a new
+        splitter configuration re-chunks every document).  Returns ``list[bool]``, one per document:
+        ``True`` if it was inserted or updated.  A document that cannot be ingested is logged and
+        gets ``False`` (``raise_on_error=True`` raises :class:`~ragloom.errors.IngestionError`
+        after the others are written).
+        """
+        stats, plans = self._ingest(documents, show_progress=show_progress, raise_on_error=raise_on_error)
+        failed = {f.doc_id for f in stats.failed}
+        done = {s.doc_id for plan in plans for s in plan.sources} - failed
+        return [doc.id_ in done for doc in documents]
+
+    def _transaction(self) -> Any:
+        return self._storage_context.transaction()
 
     # -- reading -------------------------------------------------------------------------
     def _build_node_list_from_query_result(self, result: Any) -> List[NodeWithScore]:

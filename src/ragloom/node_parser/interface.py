@@ -51,7 +51,31 @@ class NodeParser(TransformComponent):
     ) -> List[BaseNode]: ...
 
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[BaseNode]:
-        return self.get_nodes_from_documents(nodes, **kwargs)
+        """The chunk nodes of ``nodes``, each keeping the *original* source document (see
+        :func:`carry_source`), so parsers chain: ``parser2(parser1(docs))``."""
+        return carry_source(nodes, self.get_nodes_from_documents(nodes, **kwargs))
+
+
+def carry_source(inputs: Sequence[BaseNode], outputs: List[BaseNode]) -> List[BaseNode]:
+    """Give every output whose SOURCE is an input that itself came from a source the input's SOURCE.
+
+    A parser sets each output's SOURCE to the node it split.  When that node is a chunk of a
+    document (a second parser in a chain), the output must point to the document instead, so that
+    ``ref_doc_id``, ``delete_ref_doc`` and the docstore strategies work per source document
+    (LlamaIndex carries the original source through a chain the same way).  Outputs are changed in
+    place and returned.  Node ids are not affected: they are derived from the immediate input.
+    """
+    parents = {n.id_: n.source_node for n in inputs if n.source_node is not None}
+    if not parents:
+        return outputs
+    for out in outputs:
+        src = out.source_node
+        if src is None:
+            continue
+        origin = parents.get(src.node_id)
+        if origin is not None and out.id_ != src.node_id:
+            out.relationships[NodeRelationship.SOURCE] = origin
+    return outputs
 
 
 class TextSplitter(NodeParser):
@@ -71,7 +95,9 @@ def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
     """``(prefix, suffix, mode)`` such that ``get_content(mode) == prefix + chunk + suffix``."""
     out: List[Tuple[str, str, MetadataMode]] = []
     template = getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL)
-    for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+    # Only the embedded view counts against the chunk budget: the budget is the embed model's
+    # input.  What only the LLM sees is fitted where prompts are built (PromptHelper).
+    for mode in (MetadataMode.EMBED,):
         meta = node.get_metadata_str(mode).strip()
         if not meta:
             out.append(("", "", mode))
@@ -82,6 +108,58 @@ def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
             raise ValueError(f"text_template must contain {{content}} exactly once: {template!r}")
         out.append((parts[0].lstrip(), parts[1].rstrip(), mode))
     return out
+
+
+#: A document whose embedded metadata takes at least this share of ``chunk_size`` gets one warning
+#: (its node count at least doubles); at 0.8 it would grow fivefold.
+METADATA_WARN_SHARE = 0.5
+
+
+def check_metadata_overhead(
+    tokenizer: Any,
+    chunk_size: Optional[int],
+    wrappers: Sequence[Tuple[str, str, MetadataMode]],
+    node: Optional[BaseNode],
+    doc_id: Optional[str] = None,
+) -> List[Tuple[str, str]]:
+    """Distinct ``(prefix, suffix)`` pairs of ``wrappers``, after checking each fits ``chunk_size``.
+
+    The metadata a chunk is embedded with must leave room for text: a document whose wrappers take
+    ``chunk_size`` tokens or more raises; one whose wrappers take :data:`METADATA_WARN_SHARE` of it
+    or more is logged once (per document and call), naming the metadata keys to exclude.
+
+    Raises:
+        MetadataTooLongError: (a ``ValueError``) the metadata leave no room; names the document and keys.
+    """
+    from ragloom.errors import MetadataTooLongError
+
+    uniq: List[Tuple[str, str]] = []
+    for p, s, mode in wrappers:
+        if (p, s) in uniq:
+            continue
+        uniq.append((p, s))
+        if not p and not s or chunk_size is None:
+            continue
+        used = tokenizer.count(p) + tokenizer.count(s)
+        if used * 1.0 < chunk_size * METADATA_WARN_SHARE:
+            continue
+        keys = tuple(node._visible_metadata(mode).keys()) if node is not None else ()
+        who = doc_id or (node.id_ if node is not None else "(metadata string)")
+        doc = repr(who)
+        if used >= chunk_size:
+            raise MetadataTooLongError(
+                who,
+                f"metadata keys {list(keys)} take {used} tokens in {mode.value} mode, leaving no room "
+                f"within chunk_size={chunk_size}; increase chunk_size or exclude keys "
+                "(excluded_embed_metadata_keys)",
+                keys,
+            )
+        logger.warning(
+            "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
+            "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size",
+            doc, list(keys), used, chunk_size, chunk_size - used,
+        )
+    return uniq
 
 
 def validate_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int], size_optional: bool = False) -> None:
@@ -98,9 +176,57 @@ def validate_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int],
 class ChunkConfigMixin:
     """``to_config()`` and its cached digest for parsers with ``chunk_size``, ``chunk_overlap``,
     ``tokenizer``, ``include_metadata`` and ``include_prev_next_rel``; subclasses add their own
-    keys in ``_config_extra``.  The digest enters node ids, so equal configs give equal ids."""
+    keys in ``_config_extra``.  The digest enters node ids, so equal configs give equal ids.
+
+    The configuration stays assignable (``splitter.chunk_size = 30``): every assignment drops the
+    cached digest, so a changed parser gives the nodes and ids of one built with the new values.
+    """
 
     _config_digest: Optional[str] = None
+    #: ``chunk_size=None`` (no token budget) is a valid value (the format parsers)
+    _chunk_size_optional: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set an attribute and drop the cached config digest.
+
+        Re-assigning a public attribute of a constructed parser treats the value as the
+        constructor does: ``chunk_size`` / ``chunk_overlap`` are validated as a pair and stored as
+        ``int`` (so lower ``chunk_overlap`` first when lowering ``chunk_size`` below it), and
+        ``tokenizer`` is resolved (``None``: ``Settings.tokenizer``; a name, path or callable:
+        :func:`~ragloom.tokenizers.get_tokenizer`); then :meth:`_config_changed` runs.
+
+        Raises:
+            ValueError: the new ``chunk_size``/``chunk_overlap`` fails :func:`validate_chunk_args`,
+                or the new ``tokenizer`` is unknown; the attribute keeps its old value.
+        """
+        reassigned = not name.startswith("_") and name in self.__dict__
+        if reassigned:
+            value = self._resolve_config_value(name, value)
+        super().__setattr__(name, value)
+        if name != "_config_digest":
+            super().__setattr__("_config_digest", None)
+        if reassigned:
+            self._config_changed(name)
+
+    def _resolve_config_value(self, name: str, value: Any) -> Any:
+        if name in ("chunk_size", "chunk_overlap"):
+            size = value if name == "chunk_size" else self.__dict__.get("chunk_size")
+            overlap = value if name == "chunk_overlap" else self.__dict__.get("chunk_overlap")
+            validate_chunk_args(size, overlap, size_optional=self._chunk_size_optional)
+            return None if value is None else int(value)
+        if name == "tokenizer":
+            if value is None:
+                from ragloom.settings import Settings
+
+                return Settings.tokenizer
+            from ragloom.tokenizers import get_tokenizer
+
+            return get_tokenizer(value)
+        return value
+
+    def _config_changed(self, name: str) -> None:
+        """Hook: public attribute ``name`` of a constructed parser was re-assigned; drop what was
+        derived from it (the digest is already dropped)."""
 
     def _config_extra(self) -> Dict[str, Any]:
         return {}
@@ -181,30 +307,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         )
 
     def _check_overhead(self, wrappers: Sequence[Tuple[str, str, MetadataMode]], node: Optional[BaseNode]) -> List[Tuple[str, str]]:
-        uniq: List[Tuple[str, str]] = []
-        for p, s, mode in wrappers:
-            if (p, s) in uniq:
-                continue
-            uniq.append((p, s))
-            if not p and not s:
-                continue
-            used = self.tokenizer.count(p) + self.tokenizer.count(s)
-            if used >= self.chunk_size:
-                if node is not None:
-                    keys = list(node._visible_metadata(mode).keys())
-                    where = f"document {node.id_!r}: metadata keys {keys}"
-                else:
-                    where = "metadata string"
-                raise ValueError(
-                    f"{where} take {used} tokens in {mode.value} mode, leaving no room within "
-                    f"chunk_size={self.chunk_size}; increase chunk_size or exclude metadata keys "
-                    "(excluded_embed_metadata_keys / excluded_llm_metadata_keys)"
-                )
-            if self.chunk_size - used < 50:
-                logger.warning(
-                    "metadata takes %d of %d tokens; chunks will be small", used, self.chunk_size
-                )
-        return uniq
+        return check_metadata_overhead(self.tokenizer, self.chunk_size, wrappers, node)
 
     def split_spans(self, text: str, metadata_str: Optional[str] = None) -> List[Span]:
         """``(start, end)`` character spans of the chunks of ``text`` (whitespace-stripped).

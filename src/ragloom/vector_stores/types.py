@@ -18,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ragloom.schema import BaseNode
 
@@ -136,9 +136,35 @@ class BasePydanticVectorStore(ABC):
     (The name is LlamaIndex's; ragloom stores are plain classes, not pydantic models.)
     """
 
+    #: the store keeps node text and metadata (queries return whole nodes)
     stores_text: bool = False
+    #: the store answers ``VectorStoreQueryMode.HYBRID`` / ``TEXT_SEARCH`` itself
+    supports_hybrid: bool = False
     is_embedding_query: bool = True
     flat_metadata: bool = False
+
+    @property
+    def database(self) -> Any:
+        """The :class:`~ragloom.storage.sqlite.SQLiteDatabase` this store writes to, or ``None`` (a
+        server store, which commits on its own).  Writers open one transaction when the docstore
+        has the same database."""
+        return None
+
+    def count(self) -> int:
+        """Number of nodes stored.
+
+        Raises:
+            NotImplementedError: the backend cannot count.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot count its nodes")
+
+    def ref_doc_nodes(self) -> Dict[str, Tuple[List[str], Dict[str, Any]]]:
+        """``{ref_doc_id: (node ids, metadata of the first node)}`` of every source document.
+
+        Raises:
+            NotImplementedError: the backend cannot list its nodes by document.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot list its nodes by document")
 
     @property
     @abstractmethod

@@ -7,7 +7,8 @@ cut by the span engine (:func:`~ragloom.node_parser.text.engine.pack_spans`) *be
 they become pieces, measured on the text plus the metadata that is embedded with it, so
 no node is over budget.  :class:`FormatNodeParser` builds the nodes (deterministic ids,
 SOURCE/PREVIOUS/NEXT relationships) and falls back to sentence splitting, with a logged
-reason, when the format cannot be parsed.
+reason, when the format cannot be parsed (:class:`FormatError`); any other error is a bug
+or a real problem (metadata too long for ``chunk_size`` …) and propagates.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ragloom.node_parser.interface import (
     IdFuncCallable,
     NodeParser,
     _wrappers_for,
+    check_metadata_overhead,
     validate_chunk_args,
 )
 from ragloom.schema import (
@@ -105,6 +107,8 @@ class CutLevel:
 class FormatNodeParser(ChunkConfigMixin, NodeParser):
     """Base of the format-aware parsers: pieces → nodes, with a sentence-splitting fallback."""
 
+    _chunk_size_optional = True  # chunk_size=None: no token budget
+
     def __init__(
         self,
         chunk_size: Optional[int] = DEFAULT_CHUNK_SIZE,
@@ -139,11 +143,21 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
                 self._tokenizer = get_tokenizer(self._tokenizer_arg)
         return self._tokenizer
 
+    @tokenizer.setter
+    def tokenizer(self, value: Any) -> None:
+        """Measure budgets in ``value`` from now on (resolved on first use, as in ``__init__``)."""
+        self._tokenizer_arg = value
+        self._tokenizer = None
+        self._fallback = None
+
+    def _config_changed(self, name: str) -> None:
+        self._fallback = None  # built from this parser's configuration
+
     # -- subclass hooks ------------------------------------------------------------------
     @abstractmethod
     def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
-        """The pieces of ``text`` (``doc``'s content); raise :class:`FormatError` (or any
-        exception) to fall back to sentence splitting."""
+        """The pieces of ``text`` (``doc``'s content); raise :class:`FormatError` to fall back
+        to sentence splitting (any other exception propagates to the caller)."""
 
     def _config_extra(self) -> Dict[str, Any]:
         return {}
@@ -177,19 +191,7 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
     def _wrappers(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> List[Tuple[str, str]]:
         """Distinct ``(prefix, suffix)`` pairs around a chunk in the EMBED and LLM views."""
         probe = self._probe(doc, meta, hidden_embed, hidden_llm)
-        out: List[Tuple[str, str]] = []
-        for p, s, mode in _wrappers_for(probe):
-            if (p, s) in out:
-                continue
-            if p or s:
-                used = self.tokenizer.count(p) + self.tokenizer.count(s)
-                if self.chunk_size is not None and used >= self.chunk_size:
-                    raise ValueError(
-                        f"document {doc.id_!r}: metadata take {used} tokens in {mode.value} mode, leaving no room "
-                        f"within chunk_size={self.chunk_size}; increase chunk_size or exclude metadata keys"
-                    )
-            out.append((p, s))
-        return out
+        return check_metadata_overhead(self.tokenizer, self.chunk_size, _wrappers_for(probe), probe, doc.id_)
 
     def _pack(self, text: str, levels: Sequence[Any], wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
         """Token-budgeted, whitespace-stripped spans of ``text`` (the span engine)."""
@@ -271,6 +273,12 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
+        """The nodes of every document; one that is not in the format (:class:`FormatError`) is
+        sentence-split instead, with a logged warning.
+
+        Raises:
+            ValueError: a document's embedded metadata leave no room within ``chunk_size``.
+        """
         result: List[BaseNode] = []
         docs = list(documents)
         if show_progress:
@@ -283,7 +291,7 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
                 continue
             try:
                 pieces = self._pieces(doc, text)
-            except Exception as exc:  # any failure: sentence splitting, with the reason logged
+            except FormatError as exc:  # not in this format: sentence splitting, with the reason logged
                 logger.warning(
                     "%s: cannot parse document %r (%s: %s); falling back to sentence splitting",
                     self.class_name(), doc.id_, type(exc).__name__, exc,

@@ -215,6 +215,13 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
         rows = self._db.execute("SELECT doc_hash FROM docstore_meta WHERE doc_id = ?", (doc_id,))
         return rows[0][0] if rows else None
 
+    def get_source_document_hashes(self) -> Dict[str, str]:
+        """``{doc_id: hash}`` of the rows that belong to no other document (source documents)."""
+        rows = self._db.execute(
+            "SELECT doc_id, doc_hash FROM docstore_meta WHERE doc_hash IS NOT NULL AND ref_doc_id IS NULL"
+        )
+        return {doc_id: doc_hash for doc_id, doc_hash in rows}
+
     def get_all_document_hashes(self) -> Dict[str, str]:
         rows = self._db.execute("SELECT doc_hash, doc_id FROM docstore_meta WHERE doc_hash IS NOT NULL ORDER BY rowid")
         return {doc_hash: doc_id for doc_hash, doc_id in rows}

@@ -79,6 +79,17 @@ class BaseDocumentStore(ABC):
     def get_all_document_hashes(self) -> Dict[str, str]:
         """``{hash: doc_id}``."""
 
+    @abstractmethod
+    def get_source_document_hashes(self) -> Dict[str, str]:
+        """``{source document id: recorded hash}`` of every ingested source document (the inputs of
+        ingestion, not their nodes).  The ingestion engine plans with it."""
+
+    @property
+    def database(self) -> Any:
+        """The :class:`~ragloom.storage.sqlite.SQLiteDatabase` this store writes to, or ``None``.
+        A vector store on the same database joins the docstore's transaction."""
+        return None
+
     # -- derived helpers (LlamaIndex names) --------------------------------------------------
     def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode:
         """The node ``node_id`` (``ValueError`` if missing, or ``None`` with ``raise_error=False``)."""

@@ -1,0 +1,542 @@
+"""The ingestion engine: **plan → transform → write**, the one path by which data reaches storage.
+
+Every entry point is a thin caller of :class:`IngestionEngine`: ``VectorStoreIndex.from_documents``
+/ ``insert`` / ``update_ref_doc`` / ``refresh_ref_docs``, ``IngestionPipeline.run`` / ``run_batches``
+/ ``arun`` and ``ragloom index``.  The three parts:
+
+* **plan** (:meth:`IngestionEngine.plan`): inputs are grouped by *source document* — a
+  :class:`~ragloom.schema.Document` is its own source; a pre-split node belongs to its
+  ``ref_doc_id`` (or is its own source when it has none).  Each source gets a *fingerprint*:
+  the sha256 of the transformations' configuration digest and of its inputs' ids and hashes.
+  Against the fingerprints recorded in the docstore, each source is ``new``, ``changed``,
+  ``unchanged`` or (with ``UPSERTS_AND_DELETE``) ``absent``.  Because the configuration is part of
+  the fingerprint, changing a splitter (or the embed model) re-chunks every document on the next
+  run, through every entry point, and a re-chunk interrupted by a crash resumes where it stopped.
+* **transform** (:mod:`ragloom.ingestion.transform`): the per-node, per-transformation cache and
+  the worker pool.  A document that a transformation rejects (:class:`~ragloom.errors.DocumentError`
+  or any ``ValueError``), or whose metadata cannot be serialised, is reported in
+  :attr:`IngestionStats.failed` and the others go on (``raise_on_error=True`` raises
+  :class:`~ragloom.errors.IngestionError` instead, after the good documents are written).
+* **write** (:meth:`IngestionEngine._write`): the only place a transaction opens — one per batch.
+  The old nodes of every new or changed source are deleted (all of them: a document re-split from
+  10 chunks into 9 loses its 10th), its new nodes written to the vector store and the docstore and
+  its fingerprint recorded, together.  When the docstore and the vector store share one SQLite
+  database (one ``StorageContext``) this is one transaction: a source is ingested exactly when its
+  fingerprint is recorded.  With a separate server store (Chroma, Milvus) the engine records a
+  *pending* fingerprint first, so a crash between the two stores leaves a source that the next
+  run re-does (or deletes, if it is gone), never an orphan.
+
+Kill points for crash tests are injected with :func:`set_commit_hook`; production code sets none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import msgspec
+
+from ragloom.errors import DocumentError, IngestionError, UnserializableMetadataError
+from ragloom.ingestion.cache import IngestionCache, transformation_digest
+from ragloom.ingestion.transform import EmbedCounts, ProgressCallback, run_transformations
+from ragloom.schema import BaseNode, Document, TransformComponent
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DocstoreStrategy",
+    "DocumentFailure",
+    "IngestionEngine",
+    "IngestionStats",
+    "Plan",
+    "SourcePlan",
+    "set_commit_hook",
+    "source_id",
+]
+
+#: Prefix of a fingerprint recorded before a source's nodes reach a store outside the docstore's
+#: transaction; replaced by the real fingerprint once they are written.
+PENDING = "pending:"
+
+
+class DocstoreStrategy(str, Enum):
+    """How re-ingested documents are treated (LlamaIndex's names).
+
+    * ``UPSERTS``: new sources are added; a changed source has *all* its old nodes replaced;
+      unchanged ones are skipped.
+    * ``DUPLICATES_ONLY``: a source whose fingerprint is already recorded (for any id) is skipped;
+      nothing is deleted.
+    * ``UPSERTS_AND_DELETE``: ``UPSERTS``, plus every recorded source absent from the run is
+      deleted (for *full syncs*: each run must pass the whole corpus).
+    """
+
+    UPSERTS = "upserts"
+    DUPLICATES_ONLY = "duplicates_only"
+    UPSERTS_AND_DELETE = "upserts_and_delete"
+
+
+class FailureKind(str, Enum):
+    """``permanent``: the input itself is at fault (retrying the same input fails again).
+    ``transient``: the environment is (a file could not be read this time)."""
+
+    PERMANENT = "permanent"
+    TRANSIENT = "transient"
+
+
+@dataclass(frozen=True)
+class DocumentFailure:
+    """One source document that was not ingested: ``doc_id``, a ``message`` for people, the
+    metadata ``keys`` at fault (empty when not about metadata), ``kind`` and ``source_path`` (the
+    document's ``file_path`` metadata, when it has one)."""
+
+    doc_id: str
+    message: str
+    keys: Tuple[str, ...] = ()
+    kind: FailureKind = FailureKind.PERMANENT
+    source_path: Optional[str] = None
+
+
+@dataclass
+class IngestionStats:
+    """Counts of one engine run; "documents" are source documents.
+
+    * ``documents``: sources received; each is then ``added`` (new), ``updated`` (changed, or
+      ``force``), ``unchanged`` (skipped) or ``failed``.
+    * ``failed``: :class:`DocumentFailure` per source not ingested; its old nodes are removed and
+      no fingerprint is recorded, so the next run tries it again.
+    * ``deleted``: sources absent from the run that were removed (``UPSERTS_AND_DELETE``).
+    * ``nodes_written``: nodes written; ``nodes_embedded``: vectors computed by the embed model;
+      ``nodes_reused``: vectors taken from a cache instead.
+    * ``batches``: transactions committed; ``documents_in_docstore``: sources recorded after the run
+      (``None`` without a docstore).
+    """
+
+    documents: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: List[DocumentFailure] = field(default_factory=list)
+    nodes_written: int = 0
+    nodes_embedded: int = 0
+    nodes_reused: int = 0
+    batches: int = 0
+    documents_in_docstore: Optional[int] = None
+
+
+@dataclass
+class SourcePlan:
+    """One source document of a batch: its id, inputs (the document, or its pre-split nodes),
+    fingerprint and status (``"new"``, ``"changed"`` or ``"unchanged"``)."""
+
+    doc_id: str
+    inputs: List[BaseNode]
+    fingerprint: str
+    status: str
+
+
+@dataclass
+class Plan:
+    """What one batch does: ``sources`` to (re)build, stored sources to ``delete`` first (absent
+    ones, and the old nodes of changed ones), ``unchanged`` and ``failed`` sources."""
+
+    sources: List[SourcePlan] = field(default_factory=list)
+    unchanged: List[SourcePlan] = field(default_factory=list)
+    delete: List[str] = field(default_factory=list)
+    failed: List[DocumentFailure] = field(default_factory=list)
+    #: unchanged sources recorded by an older ragloom (a bare document hash): their fingerprint is
+    #: rewritten in the new form, nothing is re-embedded
+    rehash: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def todo(self) -> List[BaseNode]:
+        return [n for s in self.sources for n in s.inputs]
+
+
+# -- crash-test hook --------------------------------------------------------------------------
+_commit_hook: Optional[Callable[[str], None]] = None
+
+
+def set_commit_hook(hook: Optional[Callable[[str], None]]) -> None:
+    """Install ``hook(event)`` (``None`` removes it), called with ``"before_commit"`` inside each
+    write transaction after every write, and ``"after_commit"`` after it commits.  For crash tests:
+    a hook that kills the process there proves a run can die at that point and be re-run."""
+    global _commit_hook
+    _commit_hook = hook
+
+
+def _emit(event: str) -> None:
+    if _commit_hook is not None:
+        _commit_hook(event)
+
+
+# -- planning helpers -----------------------------------------------------------------------------
+def source_id(node: BaseNode) -> str:
+    """The id of the source document ``node`` belongs to: a :class:`Document`'s own id; a node's
+    ``ref_doc_id``, or its own id when it has no SOURCE."""
+    if isinstance(node, Document):
+        return node.id_
+    return node.ref_doc_id or node.id_
+
+
+def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
+    """An :class:`UnserializableMetadataError` naming the keys whose values are not JSON, or ``None``."""
+    try:
+        msgspec.json.encode(node.metadata)
+        return None
+    except (TypeError, msgspec.EncodeError, OverflowError):
+        pass
+    bad = []
+    for key, value in node.metadata.items():
+        try:
+            msgspec.json.encode(value)
+        except (TypeError, msgspec.EncodeError, OverflowError):
+            bad.append(str(key))
+    if not bad:
+        bad = ["<keys>"]
+    kinds = ", ".join(f"{k}: {type(node.metadata.get(k)).__name__}" for k in bad)
+    return UnserializableMetadataError(
+        source_id(node), f"metadata values cannot be stored as JSON ({kinds}); convert them to str/int/float/bool/list/dict",
+        tuple(bad),
+    )
+
+
+def _failure(doc_id: str, exc: BaseException, inputs: Sequence[BaseNode]) -> DocumentFailure:
+    keys: Tuple[str, ...] = exc.keys if isinstance(exc, DocumentError) else ()
+    message = exc.reason if isinstance(exc, DocumentError) else str(exc)
+    path = None
+    for node in inputs:
+        fp = node.metadata.get("file_path")
+        if isinstance(fp, str):
+            path = fp
+            break
+    return DocumentFailure(doc_id=doc_id, message=message, keys=keys, source_path=path)
+
+
+class IngestionEngine:
+    """Plan → transform → write over a docstore and a vector store (either may be ``None``).
+
+    Args:
+        transformations: applied in order (node parsers, extractors, an embed model).
+        docstore: records source fingerprints (and node links, or nodes); without one, every input
+            is written and nothing is skipped or deleted.
+        vector_store: where embedded nodes go (nodes need an embedding by then).
+        cache: per-node, per-transformation :class:`IngestionCache`, or ``None``.
+        strategy: a :class:`DocstoreStrategy`.
+        store_doc_text: keep node text in the docstore (``False``: only links and hashes, for a
+            vector store that stores text).
+        on_nodes_written: called inside the write transaction with the nodes and the ids the vector
+            store returned (``VectorStoreIndex`` keeps its index struct with it).
+        plan_sources: ``False`` writes every input as given — no fingerprints are compared or
+            recorded and nothing is deleted (``VectorStoreIndex.insert_nodes``).
+
+    Raises:
+        ValueError: bad ``strategy``.
+    """
+
+    def __init__(
+        self,
+        transformations: Sequence[TransformComponent],
+        docstore: Any = None,
+        vector_store: Any = None,
+        cache: Optional[IngestionCache] = None,
+        strategy: Any = DocstoreStrategy.UPSERTS,
+        store_doc_text: bool = True,
+        on_nodes_written: Optional[Callable[[List[BaseNode], List[str]], None]] = None,
+        cache_collection: Optional[str] = None,
+        plan_sources: bool = True,
+    ) -> None:
+        self.transformations = list(transformations)
+        self.plan_sources = plan_sources
+        self.docstore = docstore
+        self.vector_store = vector_store
+        self.cache = cache
+        self.strategy = DocstoreStrategy(strategy)
+        self.store_doc_text = store_doc_text
+        self.on_nodes_written = on_nodes_written
+        self.cache_collection = cache_collection
+        self._config_digest: Optional[str] = None
+
+    # -- plan ---------------------------------------------------------------------------------
+    def config_digest(self) -> str:
+        """sha256 of every transformation's ``to_config()``: part of each source's fingerprint."""
+        if self._config_digest is None:
+            h = hashlib.sha256()
+            for t in self.transformations:
+                h.update(transformation_digest(t).encode("ascii"))
+            self._config_digest = h.hexdigest()
+        return self._config_digest
+
+    def fingerprint(self, inputs: Sequence[BaseNode]) -> str:
+        """The fingerprint of one source: configuration digest + its content.
+
+        A document's content is its :attr:`~ragloom.schema.BaseNode.hash` (text + content metadata;
+        its id is the key, not part of the value, so ``DUPLICATES_ONLY`` finds equal documents under
+        other ids); pre-split nodes add their ids, in order, since those are what is stored.
+        """
+        h = hashlib.sha256(self.config_digest().encode("ascii"))
+        for node in inputs:
+            h.update(b"\x00")
+            if not isinstance(node, Document):
+                h.update(node.id_.encode("utf-8", "surrogateescape"))
+                h.update(b"\x01")
+            h.update(node.hash.encode("ascii"))
+        return h.hexdigest()
+
+    def recorded_sources(self) -> Dict[str, str]:
+        """``{source id: recorded fingerprint}`` of the docstore (``{}`` without one)."""
+        if self.docstore is None:
+            return {}
+        return dict(self.docstore.get_source_document_hashes())
+
+    def plan(self, inputs: Sequence[BaseNode], force: bool = False) -> Plan:
+        """Group ``inputs`` by source document and decide what each needs (see the module doc).
+
+        ``force``: every source is rebuilt whatever its fingerprint.  Absent sources are not
+        decided here (see :meth:`absent`).  The last version of a repeated input id wins.
+        """
+        plan = Plan()
+        groups: Dict[str, Dict[str, BaseNode]] = {}
+        for node in inputs:
+            g = groups.setdefault(source_id(node), {})
+            g.pop(node.id_, None)
+            g[node.id_] = node
+        recorded_hashes: Set[str] = set()
+        if self.docstore is not None and self.strategy == DocstoreStrategy.DUPLICATES_ONLY:
+            recorded_hashes = set(self.recorded_sources().values())
+        for doc_id, members in groups.items():
+            nodes = list(members.values())
+            bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
+            if bad is not None:
+                plan.failed.append(_failure(doc_id, bad, nodes))
+                plan.delete.append(doc_id)
+                continue
+            fp = self.fingerprint(nodes)
+            if self.docstore is None or not self.plan_sources:
+                plan.sources.append(SourcePlan(doc_id, nodes, fp, "new"))
+                continue
+            if self.strategy == DocstoreStrategy.DUPLICATES_ONLY:
+                if fp in recorded_hashes and not force:
+                    plan.unchanged.append(SourcePlan(doc_id, nodes, fp, "unchanged"))
+                    continue
+                recorded_hashes.add(fp)
+                plan.sources.append(SourcePlan(doc_id, nodes, fp, "new"))
+                continue
+            stored = self.docstore.get_document_hash(doc_id)
+            legacy = len(nodes) == 1 and isinstance(nodes[0], Document) and stored == nodes[0].hash
+            if (stored == fp or legacy) and not force:
+                plan.unchanged.append(SourcePlan(doc_id, nodes, fp, "unchanged"))
+                if legacy:
+                    plan.rehash[doc_id] = fp
+                continue
+            plan.sources.append(SourcePlan(doc_id, nodes, fp, "new" if stored is None else "changed"))
+            plan.delete.append(doc_id)  # also clears leftovers of an interrupted earlier run
+        return plan
+
+    def absent(self, seen: Set[str], scope: Optional[Callable[[str], bool]] = None) -> List[str]:
+        """Recorded sources not in ``seen`` (and inside ``scope``), to delete under
+        ``UPSERTS_AND_DELETE``; ``[]`` for other strategies."""
+        if self.docstore is None or self.strategy != DocstoreStrategy.UPSERTS_AND_DELETE:
+            return []
+        return sorted(d for d in self.recorded_sources() if d not in seen and (scope is None or scope(d)))
+
+    # -- transform --------------------------------------------------------------------------
+    def transform(
+        self, plan: Plan, raise_on_error: bool = False, **run_kw: Any
+    ) -> Tuple[List[BaseNode], List[DocumentFailure], EmbedCounts]:
+        """Run the transformations over the plan's sources; a failing source is isolated.
+
+        Runs the whole batch at once; when a transformation raises ``ValueError``, re-runs source
+        by source to find the culprits (and writes the others).  Other exceptions propagate.
+        """
+        counts = EmbedCounts()
+        kw = dict(run_kw)
+        kw.setdefault("cache", self.cache)
+        kw.setdefault("cache_collection", self.cache_collection)
+        kw.setdefault("validate_nodes", self._validator())
+        if not plan.sources:
+            return [], [], counts
+        try:
+            out = run_transformations(plan.todo, self.transformations, embed_counts=counts, **kw)
+            return out, [], counts
+        except ValueError as exc:
+            if len(plan.sources) == 1:
+                src = plan.sources[0]
+                return [], [_failure(src.doc_id, exc, src.inputs)], EmbedCounts()
+        logger.info("a transformation rejected a document of this batch; retrying its %d documents one by one",
+                    len(plan.sources))
+        counts = EmbedCounts()
+        nodes: List[BaseNode] = []
+        failed: List[DocumentFailure] = []
+        for src in plan.sources:
+            one = EmbedCounts()
+            try:
+                out = run_transformations(src.inputs, self.transformations, embed_counts=one, **kw)
+            except ValueError as exc:
+                failed.append(_failure(src.doc_id, exc, src.inputs))
+                continue
+            nodes.extend(out)
+            counts.embedded += one.embedded
+            counts.reused += one.reused
+        return nodes, failed, counts
+
+    def _validator(self) -> Optional[Callable[[Sequence[BaseNode]], None]]:
+        return self.vector_store.validate_nodes if self.vector_store is not None else None
+
+    # -- write ----------------------------------------------------------------------------------
+    def _shared_database(self) -> Any:
+        """The one SQLite database both stores write to, or ``None`` (separate commits)."""
+        ds_db = self.docstore.database if self.docstore is not None else None
+        vs_db = self.vector_store.database if self.vector_store is not None else None
+        if self.docstore is None:
+            return vs_db
+        if self.vector_store is None:
+            return ds_db
+        return ds_db if ds_db is not None and ds_db is vs_db else None
+
+    def _transaction(self) -> Any:
+        db = self._shared_database()
+        return db.transaction() if db is not None else contextlib.nullcontext()
+
+    def _delete(self, doc_ids: Sequence[str]) -> None:
+        for doc_id in doc_ids:
+            if self.vector_store is not None:
+                self.vector_store.delete(doc_id)
+                self.vector_store.delete_nodes(node_ids=[doc_id])  # a pre-split node that is its own source
+            if self.docstore is not None:
+                self.docstore.delete_ref_doc(doc_id, raise_error=False)
+                self.docstore.delete_document(doc_id, raise_error=False)
+
+    def write(self, sources: Sequence[SourcePlan], nodes: List[BaseNode], delete: Sequence[str]) -> None:
+        """Delete ``delete``, write ``nodes`` and record the fingerprints of ``sources``: one transaction.
+
+        Raises:
+            ValueError: nodes without an embedding for a vector store.
+        """
+        if self.vector_store is not None and any(n.embedding is None for n in nodes):
+            missing = sum(1 for n in nodes if n.embedding is None)
+            raise ValueError(
+                f"{missing} nodes have no embedding; add an embed model to the transformations "
+                "before writing to a vector store"
+            )
+        fingerprints = {s.doc_id: s.fingerprint for s in sources} if self.plan_sources else {}
+        atomic = self._shared_database() is not None or self.vector_store is None
+        if self.docstore is not None and not atomic and fingerprints:
+            # a crash between the vector store's commit and the docstore's must not leave orphans
+            self.docstore.set_document_hashes({k: PENDING + v for k, v in fingerprints.items()})
+        with self._transaction():
+            self._delete(delete)
+            ids: List[str] = []
+            if self.vector_store is not None and nodes:
+                ids = self.vector_store.add(nodes)
+            if self.docstore is not None:
+                if nodes:
+                    self.docstore.add_documents(nodes, allow_update=True, store_text=self.store_doc_text)
+                if fingerprints:
+                    self.docstore.set_document_hashes(fingerprints)
+            if self.on_nodes_written is not None and nodes:
+                self.on_nodes_written(nodes, ids or [n.node_id for n in nodes])
+            _emit("before_commit")
+        _emit("after_commit")
+
+    # -- the whole run ----------------------------------------------------------------------------
+    def run(
+        self,
+        batches: Iterable[Sequence[BaseNode]],
+        *,
+        force: bool = False,
+        delete_absent: bool = False,
+        delete_scope: Optional[Callable[[str], bool]] = None,
+        raise_on_error: bool = False,
+        progress_callback: Optional[ProgressCallback] = None,
+        collect: Optional[List[BaseNode]] = None,
+        plans: Optional[List[Plan]] = None,
+        **run_kw: Any,
+    ) -> IngestionStats:
+        """Ingest a stream of input batches, one transaction per batch; returns :class:`IngestionStats`.
+
+        Args:
+            batches: an iterable of input lists (documents and/or pre-split nodes); a generator is
+                consumed lazily, so memory is bounded by the batch size.
+            force: rebuild every source whatever its fingerprint.
+            delete_absent: after the last batch, delete the recorded sources absent from every batch
+                (only with ``UPSERTS_AND_DELETE``) for which ``delete_scope(doc_id)`` is true
+                (default: all).  ``delete_scope`` is called after the iterable is exhausted.
+            raise_on_error: raise :class:`~ragloom.errors.IngestionError` listing the failed sources
+                at the end (the good ones are written first) instead of only reporting them.
+            progress_callback: see :data:`~ragloom.ingestion.transform.ProgressCallback`.
+            collect: when given, the written nodes are appended to it.
+            plans: when given, each batch's :class:`Plan` is appended to it.
+            run_kw: ``show_progress``, ``num_workers`` … for
+                :func:`~ragloom.ingestion.transform.run_transformations`.
+
+        Raises:
+            IngestionError: with ``raise_on_error``, some sources failed.
+            ValueError: ``num_workers < 1``.
+        """
+        if run_kw.get("num_workers") is not None and run_kw["num_workers"] < 1:
+            raise ValueError(f"num_workers must be >= 1, got {run_kw['num_workers']}")
+        stats = IngestionStats()
+        seen: Set[str] = set()
+        for batch in batches:
+            inputs = list(batch)
+            if not inputs:
+                continue
+            plan = self.plan(inputs, force=force)
+            if plans is not None:
+                plans.append(plan)
+            n_sources = len(plan.sources) + len(plan.unchanged) + len(plan.failed)
+            stats.documents += n_sources
+            seen.update(s.doc_id for s in plan.sources)
+            seen.update(s.doc_id for s in plan.unchanged)
+            seen.update(f.doc_id for f in plan.failed)
+            stats.unchanged += len(plan.unchanged)
+            stats.failed.extend(plan.failed)
+            if plan.rehash:
+                with self._transaction():
+                    self.docstore.set_document_hashes(plan.rehash)
+            if not plan.sources and not plan.failed:
+                continue
+            nodes, failed, counts = self.transform(plan, progress_callback=progress_callback, **run_kw)
+            failed_ids = {f.doc_id for f in failed}
+            stats.failed.extend(failed)
+            ok = [s for s in plan.sources if s.doc_id not in failed_ids]
+            nodes = _unique(nodes)
+            if self.docstore is not None or self.vector_store is not None:
+                # failed sources were deleted by the plan too: their old nodes must not outlive them
+                self.write(ok, nodes, plan.delete)
+            stats.batches += 1
+            stats.added += sum(1 for s in ok if s.status == "new")
+            stats.updated += sum(1 for s in ok if s.status == "changed")
+            stats.nodes_written += len(nodes)
+            stats.nodes_embedded += counts.embedded
+            stats.nodes_reused += counts.reused
+            if collect is not None:
+                collect.extend(nodes)
+            if progress_callback is not None:
+                progress_callback("committed", nodes)
+        if delete_absent:
+            gone = self.absent(seen, delete_scope)
+            if gone:
+                with self._transaction():
+                    self._delete(gone)
+                stats.deleted = len(gone)
+        if self.docstore is not None:
+            stats.documents_in_docstore = len(self.recorded_sources())
+        if raise_on_error and stats.failed:
+            raise IngestionError(stats.failed)
+        for f in stats.failed:
+            logger.warning("document %s not ingested: %s", f.doc_id, f.message)
+        return stats
+
+
+def _unique(nodes: List[BaseNode]) -> List[BaseNode]:
+    """First node of each id (ids are deterministic: a repeated id is the same chunk)."""
+    unique: Dict[str, BaseNode] = {}
+    for node in nodes:
+        unique.setdefault(node.id_, node)
+    return list(unique.values())

@@ -1,0 +1,293 @@
+"""The *transform* part of the ingestion engine: transformations applied node by node through a cache.
+
+Each transformation is applied to a list of nodes through :class:`~ragloom.ingestion.IngestionCache`:
+for every input node the pair (node, transformation) is looked up; only the misses are computed,
+in one call of the transformation per step, and the outputs are mapped back to their input (1:1
+when the transformation returns the same nodes, as embed models and extractors do; otherwise by
+the outputs' immediate SOURCE relationship, as node parsers set it).  Editing one document
+recomputes only that document's nodes; changing one transformation's ``to_config()`` invalidates
+exactly that step.
+
+Node parsers in a chain keep the *original* source: the second parser of
+``[SentenceSplitter(...), SentenceWindowNodeParser(...)]`` gives nodes whose ``ref_doc_id`` is the
+document, not the intermediate chunk (:func:`ragloom.node_parser.interface.carry_source`).
+
+Node parsers may run in a process pool (``num_workers > 1``); embed models report progress and
+count computed vs cached vectors.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from ragloom.ingestion.cache import IngestionCache, node_transform_key, transformation_digest
+from ragloom.schema import BaseNode, TransformComponent
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ProgressCallback", "run_transformations"]
+
+#: ``callback(event, payload)`` of the ingestion engine.  Events, in order per batch:
+#: ``"embedding"`` (payload: how many nodes are about to enter an embed-model step),
+#: ``"embedded"`` (payload: how many more of them are done; sent per sub-batch of
+#: ``4 × embed_batch_size`` nodes), ``"committed"`` (payload: the ``list[BaseNode]`` written by the
+#: batch's transaction, just committed).
+ProgressCallback = Callable[[str, Any], None]
+
+
+@dataclass
+class EmbedCounts:
+    """Vectors computed by an embed model (``embedded``) vs taken from a cache (``reused``)."""
+
+    embedded: int = 0
+    reused: int = 0
+
+
+def _is_embedding(transform: Any) -> bool:
+    from ragloom.embeddings.base import BaseEmbedding
+
+    return isinstance(transform, BaseEmbedding)
+
+
+def _is_parser(transform: Any) -> bool:
+    from ragloom.node_parser.interface import NodeParser
+
+    return isinstance(transform, NodeParser)
+
+
+def run_transformations(
+    nodes: Sequence[BaseNode],
+    transformations: Sequence[TransformComponent],
+    in_place: bool = True,
+    cache: Optional[IngestionCache] = None,
+    cache_collection: Optional[str] = None,
+    show_progress: bool = False,
+    num_workers: Optional[int] = None,
+    progress_callback: Optional[ProgressCallback] = None,
+    embed_counts: Optional[EmbedCounts] = None,
+    validate_nodes: Optional[Callable[[Sequence[BaseNode]], None]] = None,
+    **kwargs: Any,
+) -> List[BaseNode]:
+    """Apply ``transformations`` in order, through ``cache`` when given; returns ``list[BaseNode]``.
+
+    ``progress_callback`` receives the ``"embedding"`` / ``"embedded"`` events of
+    :data:`ProgressCallback` for embed-model steps.  ``validate_nodes`` (a vector store's
+    ``validate_nodes``) sees the nodes entering an embed-model step before any is embedded, so a
+    node the store would reject raises ``ValueError`` before embeddings are paid for.
+
+    Raises:
+        ValueError: ``num_workers < 1``; whatever a transformation raises propagates.
+    """
+    if num_workers is not None and num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    out: List[BaseNode] = list(nodes) if in_place else [n.copy() for n in nodes]
+    executor: Optional[ProcessPoolExecutor] = None
+    try:
+        for transform in transformations:
+            use_pool = (num_workers or 1) > 1 and _is_parser(transform) and len(out) > 1
+            if use_pool and executor is None:
+                if _picklable(transform):
+                    import multiprocessing
+
+                    executor = ProcessPoolExecutor(
+                        max_workers=num_workers, mp_context=multiprocessing.get_context("spawn")
+                    )
+                else:
+                    num_workers = 1
+                    use_pool = False
+            out = _apply_cached(
+                out,
+                transform,
+                cache,
+                cache_collection,
+                show_progress=show_progress,
+                executor=executor if use_pool else None,
+                num_workers=num_workers or 1,
+                progress_callback=progress_callback,
+                embed_counts=embed_counts,
+                validate_nodes=validate_nodes,
+                **kwargs,
+            )
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    return out
+
+
+def _picklable(transform: Any) -> bool:
+    try:
+        pickle.dumps(transform)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        logger.warning(
+            "num_workers > 1 ignored: %s cannot be pickled for worker processes (%s: %s); using 1 worker",
+            type(transform).__name__,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
+
+
+def _raw_call(transform: Any, nodes: List[BaseNode], kwargs: Dict[str, Any]) -> List[BaseNode]:
+    """The transformation's outputs; a node parser's keep their *immediate* SOURCE (the input)
+    so they can be mapped back to it; :func:`_carry` then restores the original source.
+    Module level, so it pickles for worker processes."""
+    if _is_parser(transform):
+        return list(transform.get_nodes_from_documents(nodes, **kwargs))
+    return list(transform(nodes, **kwargs))
+
+
+def _carry(transform: Any, inputs: Sequence[BaseNode], outputs: List[BaseNode]) -> List[BaseNode]:
+    if _is_parser(transform):
+        from ragloom.node_parser.interface import carry_source
+
+        return carry_source(inputs, outputs)
+    return outputs
+
+
+def _group(inputs: Sequence[BaseNode], outputs: Sequence[BaseNode]) -> Optional[List[List[BaseNode]]]:
+    """Outputs per input: 1:1 when ids line up, else by immediate SOURCE; ``None`` if unmappable."""
+    if len(outputs) == len(inputs) and all(o.id_ == i.id_ for o, i in zip(outputs, inputs)):
+        return [[o] for o in outputs]
+    index = {n.id_: k for k, n in enumerate(inputs)}
+    if len(index) != len(inputs):
+        return None
+    groups: List[List[BaseNode]] = [[] for _ in inputs]
+    for o in outputs:
+        k = index.get(o.ref_doc_id) if o.ref_doc_id is not None else None
+        if k is None:
+            k = index.get(o.id_)
+        if k is None:
+            return None
+        groups[k].append(o)
+    return groups
+
+
+def _hidden_keys(node: BaseNode) -> List[str]:
+    both = set(node.excluded_embed_metadata_keys) & set(node.excluded_llm_metadata_keys)
+    return [k for k in node.metadata if k in both]
+
+
+def _refresh_hidden(inp: BaseNode, outputs: List[BaseNode]) -> None:
+    """Copy the input's bookkeeping metadata (hidden from both views, so not in the key) onto cached outputs."""
+    keys = _hidden_keys(inp)
+    if not keys:
+        return
+    for out in outputs:
+        for k in keys:
+            if k in out.metadata:
+                out.metadata[k] = inp.metadata[k]
+
+
+def _apply_cached(
+    nodes: List[BaseNode],
+    transform: Any,
+    cache: Optional[IngestionCache],
+    collection: Optional[str],
+    show_progress: bool,
+    executor: Optional[ProcessPoolExecutor],
+    num_workers: int,
+    progress_callback: Optional[ProgressCallback] = None,
+    embed_counts: Optional[EmbedCounts] = None,
+    validate_nodes: Optional[Callable[[Sequence[BaseNode]], None]] = None,
+    **kwargs: Any,
+) -> List[BaseNode]:
+    kw = dict(kwargs)
+    kw["show_progress"] = show_progress
+    hooks = (progress_callback, embed_counts, validate_nodes)
+    if cache is None and executor is None:
+        return _carry(transform, nodes, _run_step(transform, nodes, kw, *hooks))
+    digest = transformation_digest(transform)
+    keys = [node_transform_key(n, transform, digest) for n in nodes]
+    found = cache.get_many(keys, collection=collection) if cache is not None else {}
+    miss_idx: Dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key not in found and key not in miss_idx:
+            miss_idx[key] = i
+    computed: Dict[str, List[BaseNode]] = {}
+    if miss_idx:
+        miss_keys = list(miss_idx)
+        miss_nodes = [nodes[miss_idx[k]] for k in miss_keys]
+        if executor is not None and len(miss_nodes) > 1:
+            parts = _split(list(zip(miss_keys, miss_nodes)), num_workers)
+            logger.debug("%s: %d nodes in %d worker processes", type(transform).__name__, len(miss_nodes), len(parts))
+            futures = [
+                executor.submit(_raw_call, transform, [n for _, n in part], {**kw, "show_progress": False})
+                for part in parts
+            ]
+            for part, fut in zip(parts, futures):
+                computed.update(_map_back([k for k, _ in part], [n for _, n in part], fut.result(), transform, kw))
+        else:
+            outputs = _run_step(transform, miss_nodes, kw, *hooks)
+            computed.update(_map_back(miss_keys, miss_nodes, outputs, transform, kw))
+        if cache is not None:
+            cache.put_many(computed, collection=collection)
+    result: List[BaseNode] = []
+    emitted: set = set()
+    for node, key in zip(nodes, keys):
+        if key in computed:
+            if key in emitted:  # the same input twice: its outputs once
+                continue
+            emitted.add(key)
+            result.extend(computed[key])
+        else:
+            outs = found[key] if key not in emitted else [n.copy() for n in found[key]]
+            emitted.add(key)
+            _refresh_hidden(node, outs)
+            result.extend(outs)
+            if embed_counts is not None and node.embedding is None and _is_embedding(transform):
+                embed_counts.reused += len(outs)  # vectors from the ingestion cache
+    return result
+
+
+def _run_step(
+    transform: Any,
+    nodes: List[BaseNode],
+    kw: Dict[str, Any],
+    progress_callback: Optional[ProgressCallback],
+    embed_counts: Optional[EmbedCounts],
+    validate_nodes: Optional[Callable[[Sequence[BaseNode]], None]] = None,
+) -> List[BaseNode]:
+    """``transform(nodes)`` (raw: see :func:`_raw_call`); an embed model also validates first,
+    counts (computed vs cached) and reports progress."""
+    if not _is_embedding(transform) or (progress_callback is None and embed_counts is None and validate_nodes is None):
+        return _raw_call(transform, nodes, kw)
+    if validate_nodes is not None:
+        validate_nodes(nodes)
+    todo = sum(1 for n in nodes if n.embedding is None)
+    emb_cache = transform.embed_cache
+    misses_before = emb_cache.misses if emb_cache is not None else 0
+    if progress_callback is None:
+        out = list(transform(nodes, **kw))
+    else:
+        progress_callback("embedding", len(nodes))
+        step = max(1, int(transform.embed_batch_size) * 4)
+        out = []
+        for i in range(0, len(nodes), step):
+            part = nodes[i : i + step]
+            out.extend(transform(part, **kw))
+            progress_callback("embedded", len(part))
+    if embed_counts is not None:
+        computed = emb_cache.misses - misses_before if emb_cache is not None else todo
+        embed_counts.embedded += computed
+        embed_counts.reused += max(0, todo - computed)
+    return out
+
+
+def _split(items: List[Any], parts: int) -> List[List[Any]]:
+    size = max(1, -(-len(items) // parts))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _map_back(
+    keys: List[str], inputs: List[BaseNode], outputs: List[BaseNode], transform: Any, kw: Dict[str, Any]
+) -> Dict[str, List[BaseNode]]:
+    groups = _group(inputs, outputs)
+    if groups is None:
+        logger.debug("%s: outputs not mappable to inputs; applying it node by node", type(transform).__name__)
+        groups = [_raw_call(transform, [n], kw) for n in inputs]
+    return {key: _carry(transform, [inp], group) for key, inp, group in zip(keys, inputs, groups)}
