@@ -120,12 +120,12 @@ class Ragloom:
 
     def fresh_nodes(self, doc_path: Path) -> int:
         """Nodes the current version of ``doc_path`` splits into (what the store must hold for it)."""
-        from ragloom.cli.indexing import _make_splitter
         from ragloom.embeddings import resolve_embed_model
         from ragloom.readers import SimpleDirectoryReader
+        from ragloom.settings import default_node_parser
 
         docs = SimpleDirectoryReader(input_files=[str(doc_path)]).load_data()
-        return len(_make_splitter(resolve_embed_model("default"), None, None)(docs))
+        return len(default_node_parser(resolve_embed_model("default"))(docs))
 
 
 # -- LlamaIndex ---------------------------------------------------------------------------------
@@ -180,7 +180,9 @@ class LlamaIndex:
 
         before = self.calls
         pipe, vs, vs_path = self._pipeline()
-        docs = SimpleDirectoryReader(str(folder), recursive=True, required_exts=[".md"], filename_as_id=True).load_data()
+        docs = SimpleDirectoryReader(
+            str(folder), recursive=True, required_exts=[".md"], filename_as_id=True
+        ).load_data()
         pipe.run(documents=docs)
         pipe.persist(str(self.state))
         vs.persist(str(vs_path))
@@ -284,8 +286,12 @@ def main() -> None:
         "bytes": sum(f.stat().st_size for f in files),
         "chunk_size": CHUNK_SIZE,
         "chunk_overlap": CHUNK_OVERLAP,
-        "machine": {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-                    "openblas_env_unset": "OPENBLAS_CORETYPE" not in os.environ},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "openblas_env_unset": "OPENBLAS_CORETYPE" not in os.environ,
+        },
         "rows": rows,
         "targets_met": verdicts,
     }

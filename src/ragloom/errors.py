@@ -25,7 +25,9 @@ class ModelNotAvailableError(RagloomError, OSError):
 
 
 class IndexLockedError(RagloomError):
-    """Another process holds the write lock of an index directory."""
+    """Another process holds the write lock of an index directory; ``pid`` is its process id when known."""
+
+    pid: Optional[int] = None
 
 
 class DocumentError(RagloomError, ValueError):

@@ -20,6 +20,67 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 
+#: The largest default chunk (tokens): LlamaIndex's default ``chunk_size``.  A model whose input
+#: limit is smaller gets chunks of its limit instead, so nothing is silently truncated.
+DEFAULT_CHUNK_SIZE_CAP = 1024
+#: Default overlap as a share of ``chunk_size`` (ragloom's choice: 1/8, so neighbouring chunks share
+#: about one sentence at the default sizes; LlamaIndex uses a fixed 200 tokens, which fails for
+#: ``chunk_size <= 200``).
+DEFAULT_OVERLAP_DIVISOR = 8
+
+
+def default_chunk_size(max_text_tokens: Optional[int]) -> int:
+    """The default ``chunk_size`` (tokens) for an embed model taking ``max_text_tokens`` text tokens
+    (``None``: unlimited): ``min(DEFAULT_CHUNK_SIZE_CAP, max_text_tokens)``.  The one place every
+    entry point (``Settings``, the splitters, ``VectorStoreIndex``, ``ragloom index``) gets it from."""
+    if max_text_tokens is None:
+        return DEFAULT_CHUNK_SIZE_CAP
+    return min(DEFAULT_CHUNK_SIZE_CAP, int(max_text_tokens))
+
+
+def default_chunk_overlap(chunk_size: int) -> int:
+    """The default ``chunk_overlap`` (tokens) for ``chunk_size``: ``chunk_size // DEFAULT_OVERLAP_DIVISOR``."""
+    return max(0, int(chunk_size) // DEFAULT_OVERLAP_DIVISOR)
+
+
+def resolve_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int]) -> "tuple[int, int]":
+    """``(chunk_size, chunk_overlap)`` with ``None`` replaced by the defaults: ``chunk_size`` from
+    :attr:`Settings.chunk_size` (the embed model's limit, capped); ``chunk_overlap`` from
+    :attr:`Settings.chunk_overlap` when both are defaulted, else :func:`default_chunk_overlap`."""
+    if chunk_size is None:
+        size = Settings.chunk_size
+        overlap = Settings.chunk_overlap if chunk_overlap is None else int(chunk_overlap)
+        return size, overlap
+    return int(chunk_size), default_chunk_overlap(chunk_size) if chunk_overlap is None else int(chunk_overlap)
+
+
+def default_node_parser(embed_model: Any, chunk_size: Optional[int] = None, chunk_overlap: Optional[int] = None) -> Any:
+    """The default node parser for ``embed_model``: a :class:`~ragloom.node_parser.SentenceSplitter`
+    measured in the model's own tokenizer, ``chunk_size`` defaulting to
+    :func:`default_chunk_size` of its text-token limit and ``chunk_overlap`` to
+    :func:`default_chunk_overlap`.  ``VectorStoreIndex`` and ``ragloom index`` both use it.
+
+    Raises:
+        ValueError: ``chunk_size`` above the model's limit (its chunks would be truncated when
+            embedded); a bad ``chunk_size`` / ``chunk_overlap`` (see ``validate_chunk_args``).
+    """
+    from ragloom.node_parser import SentenceSplitter
+
+    limit = embed_model.max_text_tokens
+    if chunk_size is None:
+        chunk_size = default_chunk_size(limit)
+    elif limit is not None and int(chunk_size) > int(limit):
+        raise ValueError(
+            f"chunk_size {chunk_size} exceeds the embed model's limit of {limit} tokens "
+            f"(allowed: 1..{limit}); larger chunks would be truncated when embedded"
+        )
+    if chunk_overlap is None:
+        chunk_overlap = default_chunk_overlap(chunk_size)
+    return SentenceSplitter(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=embed_model.get_tokenizer() or Settings.tokenizer
+    )
+
+
 class _Settings:
     def __init__(self) -> None:
         self.reset()
@@ -83,7 +144,7 @@ class _Settings:
             from ragloom.embeddings import DEFAULT_MAX_TEXT_TOKENS
 
             limit = DEFAULT_MAX_TEXT_TOKENS
-        return min(1024, int(limit))
+        return default_chunk_size(int(limit))
 
     @chunk_size.setter
     def chunk_size(self, value: Optional[int]) -> None:
@@ -96,7 +157,7 @@ class _Settings:
     def chunk_overlap(self) -> int:
         if self._chunk_overlap is not None:
             return min(self._chunk_overlap, self.chunk_size - 1)
-        return max(0, self.chunk_size // 8)
+        return default_chunk_overlap(self.chunk_size)
 
     @chunk_overlap.setter
     def chunk_overlap(self, value: Optional[int]) -> None:

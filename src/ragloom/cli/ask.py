@@ -64,8 +64,6 @@ def run_ask(
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an int >= 1, got {top_k!r}")
-    if not (Path(index_dir) / "ragloom.sqlite").exists():
-        raise click.ClickException(f"no index in {index_dir}: run 'ragloom index PATH' first")
     t0 = time.perf_counter()
     model = resolve_llm(llm, max_tokens=max_tokens)
     index = _open_index(Path(index_dir), create=False)

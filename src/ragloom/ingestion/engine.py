@@ -200,7 +200,8 @@ def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
         bad = ["<keys>"]
     kinds = ", ".join(f"{k}: {type(node.metadata.get(k)).__name__}" for k in bad)
     return UnserializableMetadataError(
-        source_id(node), f"metadata values cannot be stored as JSON ({kinds}); convert them to str/int/float/bool/list/dict",
+        source_id(node),
+        f"metadata values cannot be stored as JSON ({kinds}); convert them to str/int/float/bool/list/dict",
         tuple(bad),
     )
 

@@ -151,7 +151,7 @@ def _carry(transform: Any, inputs: Sequence[BaseNode], outputs: List[BaseNode]) 
 
 def _group(inputs: Sequence[BaseNode], outputs: Sequence[BaseNode]) -> Optional[List[List[BaseNode]]]:
     """Outputs per input: 1:1 when ids line up, else by immediate SOURCE; ``None`` if unmappable."""
-    if len(outputs) == len(inputs) and all(o.id_ == i.id_ for o, i in zip(outputs, inputs)):
+    if len(outputs) == len(inputs) and all(o.id_ == i.id_ for o, i in zip(outputs, inputs, strict=True)):
         return [[o] for o in outputs]
     index = {n.id_: k for k, n in enumerate(inputs)}
     if len(index) != len(inputs):
@@ -213,13 +213,13 @@ def _apply_cached(
         miss_keys = list(miss_idx)
         miss_nodes = [nodes[miss_idx[k]] for k in miss_keys]
         if executor is not None and len(miss_nodes) > 1:
-            parts = _split(list(zip(miss_keys, miss_nodes)), num_workers)
+            parts = _split(list(zip(miss_keys, miss_nodes, strict=True)), num_workers)
             logger.debug("%s: %d nodes in %d worker processes", type(transform).__name__, len(miss_nodes), len(parts))
             futures = [
                 executor.submit(_raw_call, transform, [n for _, n in part], {**kw, "show_progress": False})
                 for part in parts
             ]
-            for part, fut in zip(parts, futures):
+            for part, fut in zip(parts, futures, strict=True):
                 computed.update(_map_back([k for k, _ in part], [n for _, n in part], fut.result(), transform, kw))
         else:
             outputs = _run_step(transform, miss_nodes, kw, *hooks)
@@ -228,7 +228,7 @@ def _apply_cached(
             cache.put_many(computed, collection=collection)
     result: List[BaseNode] = []
     emitted: set = set()
-    for node, key in zip(nodes, keys):
+    for node, key in zip(nodes, keys, strict=True):
         if key in computed:
             if key in emitted:  # the same input twice: its outputs once
                 continue
@@ -290,4 +290,4 @@ def _map_back(
     if groups is None:
         logger.debug("%s: outputs not mappable to inputs; applying it node by node", type(transform).__name__)
         groups = [_raw_call(transform, [n], kw) for n in inputs]
-    return {key: _carry(transform, [inp], group) for key, inp, group in zip(keys, inputs, groups)}
+    return {key: _carry(transform, [inp], group) for key, inp, group in zip(keys, inputs, groups, strict=True)}

@@ -260,13 +260,16 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
 
     def __init__(
         self,
-        chunk_size: int,
-        chunk_overlap: int,
+        chunk_size: Optional[int],
+        chunk_overlap: Optional[int],
         tokenizer: Any = None,
         include_metadata: bool = True,
         include_prev_next_rel: bool = True,
         id_func: Optional[IdFuncCallable] = None,
     ) -> None:
+        from ragloom.settings import resolve_chunk_args
+
+        chunk_size, chunk_overlap = resolve_chunk_args(chunk_size, chunk_overlap)
         validate_chunk_args(chunk_size, chunk_overlap)
         self.chunk_size = int(chunk_size)
         self.chunk_overlap = int(chunk_overlap)

@@ -16,6 +16,13 @@ class FileRead:
     num_chars: int
 
 
+#: Skip reasons that say nothing about the file's content (the next read may succeed): permission
+#: denied, an I/O error, a reader that crashed.  The readers produce these strings; callers use
+#: :attr:`FileSkipped.transient` rather than matching them.
+TRANSIENT_REASON_PREFIXES = ("permission denied", "corrupt or unreadable", "cannot read:", "cannot stat:",
+                             "cannot list:", "too large to read (out of memory)")
+
+
 @dataclass(frozen=True)
 class FileSkipped:
     """A file that was skipped: ``path`` (absolute POSIX) and a short ``reason``
@@ -24,6 +31,13 @@ class FileSkipped:
 
     path: str
     reason: str
+
+    @property
+    def transient(self) -> bool:
+        """``True`` when the reason says nothing about the file's content (see
+        :data:`TRANSIENT_REASON_PREFIXES`): an index should keep what it had for the file.
+        ``False``: the file has no indexable text now (empty, binary, encrypted, …)."""
+        return self.reason.startswith(TRANSIENT_REASON_PREFIXES)
 
 
 @dataclass

@@ -27,6 +27,10 @@ DEFAULT_PARAGRAPH_SEP = "\n\n\n"
 CHUNKING_REGEX = "[^,.;。？！]+[,.;。？！]?"
 DEFAULT_CHUNK_SIZE = 1024
 SENTENCE_CHUNK_OVERLAP = 200
+# the arguments the boundary levels are built from (rebuilt when one is re-assigned)
+_LEVEL_ARGS = (
+    "separator", "paragraph_separator", "secondary_chunking_regex", "chunking_tokenizer_fn", "backup_separators"
+)
 
 
 class SentenceSplitter(MetadataAwareTextSplitter):
@@ -36,12 +40,16 @@ class SentenceSplitter(MetadataAwareTextSplitter):
     ``Settings.tokenizer`` (the embed model's own tokenizer); a name (``"cl100k_base"``),
     a ``tokenizer.json`` path or a LlamaIndex-style ``Callable[[str], list]`` also work.
     Chunks (plus the metadata embedded with them) never exceed ``chunk_size`` tokens.
+
+    ``chunk_size=None`` (the default) is :attr:`Settings.chunk_size <ragloom.settings.Settings>`:
+    the embed model's text-token limit, capped at 1024 (LlamaIndex's fixed 1024 would be truncated
+    by the bundled model, which reads 254); ``chunk_overlap=None`` is ``chunk_size // 8``.
     """
 
     def __init__(
         self,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = SENTENCE_CHUNK_OVERLAP,
+        chunk_size: Optional[int] = None,
+        chunk_overlap: Optional[int] = None,
         separator: str = " ",
         paragraph_separator: str = DEFAULT_PARAGRAPH_SEP,
         secondary_chunking_regex: Optional[str] = CHUNKING_REGEX,
@@ -59,17 +67,25 @@ class SentenceSplitter(MetadataAwareTextSplitter):
         self.secondary_chunking_regex = secondary_chunking_regex
         self.chunking_tokenizer_fn = chunking_tokenizer_fn
         self.backup_separators = list(backup_separators) if backup_separators else []
+        self._level_list = self._build_levels()
+
+    def _build_levels(self) -> list:
         levels: list = []
-        if paragraph_separator:
-            levels.append(SeparatorLevel(paragraph_separator, "paragraph"))
-        levels.append(FunctionLevel(chunking_tokenizer_fn) if chunking_tokenizer_fn is not None else SentenceLevel())
-        if secondary_chunking_regex:
-            levels.append(RegexLevel(secondary_chunking_regex, "secondary"))
+        if self.paragraph_separator:
+            levels.append(SeparatorLevel(self.paragraph_separator, "paragraph"))
+        fn = self.chunking_tokenizer_fn
+        levels.append(FunctionLevel(fn) if fn is not None else SentenceLevel())
+        if self.secondary_chunking_regex:
+            levels.append(RegexLevel(self.secondary_chunking_regex, "secondary"))
         levels.append(CJK_CLAUSE_LEVEL)
-        if separator != "\n":
+        if self.separator != "\n":
             levels.append(SeparatorLevel("\n", "line"))
-        levels.extend(word_levels(separator, self.backup_separators))
-        self._level_list = levels
+        levels.extend(word_levels(self.separator, self.backup_separators or []))
+        return levels
+
+    def _config_changed(self, name: str) -> None:
+        if name in _LEVEL_ARGS:
+            self._level_list = self._build_levels()
 
     def _levels(self) -> list:
         return self._level_list
@@ -80,6 +96,8 @@ class SentenceSplitter(MetadataAwareTextSplitter):
             "separator": self.separator,
             "paragraph_separator": self.paragraph_separator,
             "secondary_chunking_regex": self.secondary_chunking_regex,
-            "chunking_tokenizer_fn": None if fn is None else f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}",
+            "chunking_tokenizer_fn": None
+            if fn is None
+            else f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}",
             "backup_separators": self.backup_separators,
         }

@@ -22,8 +22,8 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
 
     def __init__(
         self,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+        chunk_size: Optional[int] = None,
+        chunk_overlap: Optional[int] = None,
         separator: str = " ",
         backup_separators: Optional[List[str]] = None,
         tokenizer: Any = None,
@@ -36,6 +36,10 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
         self.separator = separator
         self.backup_separators = ["\n"] if backup_separators is None else list(backup_separators)
         self._level_list = word_levels(separator, self.backup_separators)
+
+    def _config_changed(self, name: str) -> None:
+        if name in ("separator", "backup_separators"):
+            self._level_list = word_levels(self.separator, self.backup_separators or [])
 
     def _levels(self) -> list:
         return self._level_list

@@ -1,0 +1,360 @@
+"""Index files and folders into an index directory: what ``ragloom index`` does, as one library call.
+
+:func:`index_paths` opens (or creates) the index, reads the paths lazily in batches, and runs the
+ingestion engine over them with ``UPSERTS_AND_DELETE`` scoped to the given paths.  All the policy
+is here, not in the CLI: the default node parser for the index's embed model, the embed model the
+index records, which stored documents count as deleted (files gone below the indexed paths, or
+now without indexable text; files that failed for a transient reason keep their nodes), the
+summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Union
+
+from ragloom.schema import Document, MetadataMode
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FILES_PER_BATCH", "CHARS_PER_BATCH", "IndexSummary", "index_paths", "open_index"]
+
+#: A batch (split, embedded and committed in one transaction) closes at this many files or this
+#: many characters of text, whichever comes first, which bounds memory.
+FILES_PER_BATCH = 32
+CHARS_PER_BATCH = 1_000_000
+#: Seconds between two attempts to take a locked index (``wait=True``).
+LOCK_POLL_SECONDS = 0.2
+#: File name of the index database inside an index directory.
+INDEX_DB_NAME = "ragloom.sqlite"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass
+class IndexSummary:
+    """What :func:`index_paths` did.  ``documents``: ``read``, ``added``, ``updated``, ``unchanged``,
+    ``deleted``, ``in_index``; ``skipped``: ``[{"path", "reason", "transient"}]`` (files that were not
+    read, and documents that could not be split); ``nodes_written`` (stored this run),
+    ``nodes_embedded`` (of those, computed by the model), ``nodes_reused`` (vectors from the
+    embedding cache), ``tokens_embedded`` (tokens of the nodes written, embedded metadata included,
+    in the model's tokenizer), ``nodes_total``, ``batches`` (transactions), ``seconds`` (wall)."""
+
+    index_dir: str
+    files_total: int
+    files_read: int
+    skipped: List[Dict[str, Any]]
+    documents: Dict[str, Optional[int]]
+    nodes_written: int
+    nodes_embedded: int
+    nodes_reused: int
+    tokens_embedded: int
+    nodes_total: Optional[int]
+    batches: int
+    chunk_size: int
+    chunk_overlap: int
+    rechunked: bool
+    embed_model: str
+    embed_cache: Optional[Dict[str, int]]
+    seconds: float
+    parser: str = "sentence"
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out.pop("extra")
+        out.update(self.extra)
+        return out
+
+
+def canonical_path(path: PathLike) -> str:
+    """``path`` with symlinks resolved, as POSIX: the id of a file's document whatever spelling reached it."""
+    return Path(os.path.realpath(path)).as_posix()
+
+
+def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None) -> Any:
+    """The :class:`~ragloom.indices.VectorStoreIndex` persisted in ``index_dir`` (a new one if there is
+    none and ``create``), with the embed model it records.
+
+    ``embed_model``: ``None`` / ``"default"`` — the recorded model (the bundled one for a new index);
+    anything else (a :func:`~ragloom.embeddings.resolve_embed_model` spec or instance) must be the
+    recorded model.
+
+    Raises:
+        ValueError: ``embed_model`` differs from the model the index was built with.
+        FileNotFoundError: no index in ``index_dir`` and not ``create``.
+    """
+    from ragloom.embeddings import resolve_embed_model
+    from ragloom.indices import VectorStoreIndex, load_index_from_storage
+    from ragloom.storage import StorageContext
+
+    if not create and not (Path(index_dir) / INDEX_DB_NAME).exists():
+        raise FileNotFoundError(f"no index in {index_dir}: run 'ragloom index PATH' first")
+    sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create)
+    explicit = None if embed_model in (None, "default") else resolve_embed_model(embed_model)
+    if list(sc.index_store.index_structs()):
+        return load_index_from_storage(sc, embed_model=explicit)
+    return VectorStoreIndex(storage_context=sc, embed_model=explicit or resolve_embed_model("default"))
+
+
+def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
+             exclude: Optional[List[str]], include_hidden: bool) -> List[Any]:
+    from ragloom.readers import SimpleDirectoryReader
+
+    readers = []
+    files = [p for p in paths if p.is_file()]
+    if files:
+        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files]))
+    for p in paths:
+        if p.is_dir():
+            readers.append(SimpleDirectoryReader(
+                input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
+                exclude_hidden=not include_hidden,
+            ))
+    return readers
+
+
+def acquire_lock(index_dir: PathLike, wait: bool, on_wait: Optional[Callable[[Optional[int]], None]] = None) -> Any:
+    """Take the writer lock of ``index_dir`` (:class:`~ragloom.storage.lock.IndexLock`) and return it.
+
+    With ``wait``, polls every :data:`LOCK_POLL_SECONDS` until the holder exits, calling
+    ``on_wait(pid)`` once first.
+
+    Raises:
+        IndexLockedError: the lock is held and not ``wait``.
+    """
+    from ragloom.errors import IndexLockedError
+    from ragloom.storage.lock import IndexLock
+
+    lock = IndexLock(index_dir)
+    told = False
+    while True:
+        try:
+            lock.acquire()
+            return lock
+        except IndexLockedError as exc:
+            if not wait:
+                raise
+            if not told and on_wait is not None:
+                on_wait(exc.pid)
+            told = True
+            time.sleep(LOCK_POLL_SECONDS)
+
+
+def _check_batching(files_per_batch: int) -> None:
+    if not isinstance(files_per_batch, int) or isinstance(files_per_batch, bool) or files_per_batch < 1:
+        raise ValueError(f"files_per_batch must be an integer >= 1, got {files_per_batch!r}")
+
+
+def index_paths(
+    paths: Sequence[PathLike],
+    index_dir: PathLike,
+    *,
+    chunk_size: Optional[int] = None,
+    chunk_overlap: Optional[int] = None,
+    required_exts: Optional[List[str]] = None,
+    exclude: Optional[List[str]] = None,
+    recursive: bool = True,
+    full: bool = False,
+    embed_model: Any = "default",
+    show_progress: bool = True,
+    include_hidden: bool = False,
+    files_per_batch: int = FILES_PER_BATCH,
+    wait: bool = False,
+    on_wait: Optional[Callable[[Optional[int]], None]] = None,
+) -> IndexSummary:
+    """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
+
+    The ingestion engine (:mod:`ragloom.ingestion.engine`) runs with ``UPSERTS_AND_DELETE``, the
+    index's embed model with its persistent embedding cache (``index_dir/embed_cache.sqlite``) and
+    :func:`~ragloom.settings.default_node_parser`:
+
+    - Files are read lazily in batches of ``files_per_batch`` files or :data:`CHARS_PER_BATCH`
+      characters; each batch commits in one SQLite transaction.  A run killed at any point keeps
+      every committed batch; the next run skips those documents and redoes the rest.
+    - A document is skipped when its fingerprint (text, content metadata and the chunking and
+      embedding configuration) matches the stored one, so a changed ``chunk_size`` re-chunks.
+    - Documents of files deleted below the indexed ``paths``, or now without indexable text, are
+      removed; files that failed for a transient reason (:attr:`FileSkipped.transient
+      <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
+    - A document that cannot be split is listed in ``skipped`` and the run goes on.
+    - One writer at a time (:func:`acquire_lock`).
+
+    Raises:
+        ValueError: bad ``chunk_size`` / ``chunk_overlap`` (checked before anything is created) or
+            ``files_per_batch``; an ``embed_model`` other than the index's.
+        IndexLockedError: another process holds the index and not ``wait``.
+    """
+    from ragloom.embeddings import resolve_embed_model
+    from ragloom.settings import default_node_parser
+
+    _check_batching(files_per_batch)
+    if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
+        default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap)
+    lock = acquire_lock(index_dir, wait, on_wait)
+    try:
+        return _index_locked(
+            [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
+            exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch,
+        )
+    finally:
+        lock.release()
+
+
+class _Scope:
+    """Which stored documents a run may delete: below the indexed paths, and gone or without text."""
+
+    def __init__(self, paths: Sequence[Path], docstore: Any) -> None:
+        self.roots = [str(p) + "/" for p in paths if p.is_dir()] + [str(p) for p in paths if p.is_file()]
+        self.docstore = docstore
+        self.read: Set[str] = set()
+        self.gone: Set[str] = set()  # present but without indexable text now
+        self._paths: Optional[Dict[str, str]] = None
+
+    def file_of(self, doc_id: str) -> str:
+        """The file a stored document came from: its ``file_path`` metadata, else its id."""
+        if self._paths is None:
+            infos = self.docstore.get_all_ref_doc_info() or {}
+            self._paths = {
+                ref: str(info.metadata["file_path"]) for ref, info in infos.items() if "file_path" in info.metadata
+            }
+        return self._paths.get(doc_id, doc_id)
+
+    def __call__(self, doc_id: str) -> bool:
+        path = self.file_of(doc_id)
+        if not any(path == r or path.startswith(r) for r in self.roots):
+            return False
+        return path in self.gone or path in self.read or not os.path.exists(path)
+
+
+def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
+                  required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
+                  embed_model: Any, show_progress: bool, include_hidden: bool,
+                  files_per_batch: int) -> IndexSummary:
+    from tqdm.auto import tqdm
+
+    from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
+    from ragloom.settings import default_node_parser
+
+    t0 = time.perf_counter()
+    index = open_index(index_dir, create=True, embed_model=embed_model)
+    model = index.embed_model
+    if model.embed_cache is None:  # persistent, shared by every run over this index
+        from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
+
+        model.embed_cache = index_dir / DEFAULT_CACHE_NAME
+    splitter = default_node_parser(model, chunk_size, chunk_overlap)
+    tokenizer = model.get_tokenizer()
+
+    # Indexes written before fingerprints held the configuration recorded it in the index struct:
+    # a differing record means a re-chunk (fingerprints detect it by themselves from then on).
+    struct = index.index_struct
+    config = dict(splitter.to_config(), fingerprinted=True)
+    recorded = dict(struct.node_parser or {})
+    legacy = bool(recorded) and not recorded.get("fingerprinted")
+    rechunk = bool(recorded) and recorded != config
+    if rechunk:
+        logger.info("chunking configuration changed: re-chunking every document")
+
+    pipeline = IngestionPipeline(
+        transformations=[splitter, model],
+        docstore=index.docstore,
+        vector_store=index.vector_store,
+        docstore_strategy=DocstoreStrategy.UPSERTS_AND_DELETE,
+        # The docstore's fingerprints skip unchanged documents and the embed model's text-keyed
+        # embed_cache catches unchanged chunks of changed ones (and work of a killed run); a
+        # per-node IngestionCache would store every vector a second time.
+        disable_cache=True,
+    )
+
+    readers = _readers(paths, recursive, required_exts, exclude, include_hidden)
+    total_files = sum(len(r.list_resources()) for r in readers)
+    logger.info("indexing %d files into %s", total_files, index_dir)
+    skipped: List[Dict[str, Any]] = []
+    scope = _Scope(paths, index.docstore)
+    tokens = [0]
+    show_progress = show_progress and sys.stderr.isatty()
+    bar_files = tqdm(total=total_files, desc="Reading  ", unit="file", position=0, disable=not show_progress)
+    # the number of nodes is known only batch by batch, so this bar counts (with a rate) instead
+    # of showing a percentage that would jump back each time a batch adds to the total
+    bar_embed = tqdm(total=None, desc="Embedding", unit="node", position=1, disable=not show_progress)
+
+    def batches() -> Iterator[List[Document]]:
+        for reader in readers:
+            batch: List[Document] = []
+            files_in_batch = chars_in_batch = 0
+            for docs in reader.iter_data():
+                bar_files.update(1)
+                batch.extend(docs)
+                files_in_batch += 1
+                chars_in_batch += sum(len(d.text) for d in docs)
+                if files_in_batch >= files_per_batch or chars_in_batch >= CHARS_PER_BATCH:
+                    yield batch
+                    batch, files_in_batch, chars_in_batch = [], 0, 0
+            if batch:
+                yield batch
+            report = reader.report
+            scope.read.update(canonical_path(f.path) for f in report.read)
+            for s in report.skipped:
+                skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
+                if not s.transient:
+                    scope.gone.add(canonical_path(s.path))
+        bar_files.update(bar_files.total - bar_files.n)
+
+    def on_progress(event: str, payload: Any) -> None:
+        if event == "embedded":
+            bar_embed.update(payload)
+        elif event == "committed" and tokenizer is not None and payload:
+            tokens[0] += int(sum(tokenizer.count_batch([n.get_content(MetadataMode.EMBED) for n in payload])))
+            logger.info("committed a batch of %d nodes", len(payload))
+
+    try:
+        stats = pipeline.run_batches(batches(), force=full or (rechunk and legacy), delete_scope=scope,
+                                     progress_callback=on_progress, store_doc_text=False)
+    finally:
+        bar_files.close()
+        bar_embed.close()
+    for failure in stats.failed:
+        where = failure.source_path or failure.doc_id
+        skipped.append({"path": display_path(where), "reason": f"cannot be split: {failure.message}",
+                        "transient": False})
+
+    if struct.node_parser != config:
+        struct.node_parser = config
+        index.storage_context.index_store.add_index_struct(struct)
+
+    return IndexSummary(
+        index_dir=str(index_dir),
+        files_total=total_files,
+        files_read=len(scope.read),
+        skipped=skipped,
+        documents={"read": stats.documents, "added": stats.added, "updated": stats.updated,
+                   "unchanged": stats.unchanged, "deleted": stats.deleted,
+                   "in_index": stats.documents_in_docstore},
+        nodes_written=stats.nodes_written,
+        nodes_embedded=stats.nodes_embedded,
+        nodes_reused=stats.nodes_reused,
+        tokens_embedded=tokens[0],
+        nodes_total=index.vector_store.count(),
+        batches=stats.batches,
+        chunk_size=splitter.chunk_size,
+        chunk_overlap=splitter.chunk_overlap,
+        rechunked=rechunk,
+        embed_model=model.model_name,
+        embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else as stored."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
