@@ -167,12 +167,29 @@ def main() -> None:
         for row in rows:
             row["x_llama_sentence"] = round(row["mb_per_s"] / base, 2) if base else None
         results.extend(rows)
-        print(f"\n{corpus}: {mb:.2f} MB, {len(texts)} documents, chunk_size={CHUNK}, overlap={OVERLAP} (cl100k_base), best of {args.runs}")
+        print(
+            f"\n{corpus}: {mb:.2f} MB, {len(texts)} documents, chunk_size={CHUNK}, overlap={OVERLAP} (cl100k_base), "
+            f"best of {args.runs}"
+        )
         print(f"{'splitter':32s} {'MB/s':>8s} {'x LI-Sent':>9s} {'chunks':>7s} {'over':>5s} {'max tok':>8s}")
         for r in rows:
             ratio = f"{r['x_llama_sentence']:.2f}" if r["x_llama_sentence"] is not None else "-"
-            print(f"{r['splitter']:32s} {r['mb_per_s']:8.2f} {ratio:>9s} {r['chunks']:7d} {r['over_budget']:5d} {r['max_tokens']:8d}")
-    print(json.dumps({"benchmark": "chunking", "chunk_size": CHUNK, "chunk_overlap": OVERLAP, "tokenizer": "cl100k_base", "results": results}, ensure_ascii=False))
+            print(
+                f"{r['splitter']:32s} {r['mb_per_s']:8.2f} {ratio:>9s} {r['chunks']:7d} {r['over_budget']:5d} "
+                f"{r['max_tokens']:8d}"
+            )
+    print(
+        json.dumps(
+            {
+                "benchmark": "chunking",
+                "chunk_size": CHUNK,
+                "chunk_overlap": OVERLAP,
+                "tokenizer": "cl100k_base",
+                "results": results,
+            },
+            ensure_ascii=False,
+        )
+    )
     sys.stdout.flush()
 
 
@@ -210,12 +227,14 @@ def format_runners(enc):
 
     out = {"markdown": {"ragloom MarkdownNodeParser": rag(RMd(chunk_size=CHUNK, tokenizer="cl100k_base")),
                         "llama-index MarkdownNodeParser": lli(LMd())}}
-    for lang, exts in (("python", (".py",)), ("java", (".java",)), ("typescript", (".ts",))):
+    for lang in ("python", "java", "typescript"):
         lp = tree_sitter.Parser(get_language(lang))
         out[lang] = {
             "ragloom CodeSplitter": rag(RCode(language=lang, chunk_lines=40, chunk_lines_overlap=15, max_chars=1500)),
             "ragloom CodeSplitter+512tok": rag(RCode(language=lang, chunk_size=CHUNK, tokenizer="cl100k_base")),
-            "llama-index CodeSplitter": lli(LCode(language=lang, chunk_lines=40, chunk_lines_overlap=15, max_chars=1500, parser=lp)),
+            "llama-index CodeSplitter": lli(
+                LCode(language=lang, chunk_lines=40, chunk_lines_overlap=15, max_chars=1500, parser=lp)
+            ),
         }
     return out
 
@@ -236,7 +255,10 @@ def main_formats(runs: int) -> None:
         texts = corpora[corpus]
         mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
         print(f"\n{corpus}: {mb:.2f} MB, {len(texts)} files, best of {runs}")
-        print(f"{'parser':30s} {'MB/s':>7s} {'chunks':>7s} {'>512tok':>8s} {'max tok':>8s} {'max chars':>9s} {'>1500ch':>8s}")
+        print(
+            f"{'parser':30s} {'MB/s':>7s} {'chunks':>7s} {'>512tok':>8s} {'max tok':>8s} {'max chars':>9s} "
+            f"{'>1500ch':>8s}"
+        )
         for name, run in run_map.items():
             best, chunks = float("inf"), []
             for _ in range(runs):
@@ -244,12 +266,27 @@ def main_formats(runs: int) -> None:
                 chunks = run(texts)
                 best = min(best, time.perf_counter() - t0)
             counts = [len(x) for x in enc.encode_ordinary_batch(chunks)] if chunks else [0]
-            row = {"corpus": corpus, "parser": name, "mb": round(mb, 3), "mb_per_s": round(mb / best, 3),
-                   "chunks": len(chunks), "over_512_tokens": sum(c > CHUNK for c in counts), "max_tokens": max(counts),
-                   "max_chars": max((len(c) for c in chunks), default=0), "over_1500_chars": sum(len(c) > 1500 for c in chunks)}
+            row = {
+                "corpus": corpus,
+                "parser": name,
+                "mb": round(mb, 3),
+                "mb_per_s": round(mb / best, 3),
+                "chunks": len(chunks),
+                "over_512_tokens": sum(c > CHUNK for c in counts),
+                "max_tokens": max(counts),
+                "max_chars": max((len(c) for c in chunks), default=0),
+                "over_1500_chars": sum(len(c) > 1500 for c in chunks),
+            }
             results.append(row)
-            print(f"{name:30s} {row['mb_per_s']:7.2f} {row['chunks']:7d} {row['over_512_tokens']:8d} {row['max_tokens']:8d} {row['max_chars']:9d} {row['over_1500_chars']:8d}")
-    print(json.dumps({"benchmark": "chunking-formats", "chunk_size": CHUNK, "tokenizer": "cl100k_base", "results": results}))
+            print(
+                f"{name:30s} {row['mb_per_s']:7.2f} {row['chunks']:7d} {row['over_512_tokens']:8d} "
+                f"{row['max_tokens']:8d} {row['max_chars']:9d} {row['over_1500_chars']:8d}"
+            )
+    print(
+        json.dumps(
+            {"benchmark": "chunking-formats", "chunk_size": CHUNK, "tokenizer": "cl100k_base", "results": results}
+        )
+    )
     sys.stdout.flush()
 
 

@@ -444,14 +444,17 @@ def evaluate(
             by_q = per_corpus.setdefault(mode, {}).setdefault(
                 q.corpus, {m: [] for m in metrics}
             )
-            for m, v in zip(metrics, scores):
+            for m, v in zip(metrics, scores, strict=True):
                 per_mode[mode][m].append(v)
                 by_q[m].append(v)
 
     tokens = count_tokens(texts)
     wordpiece = embed.get_tokenizer().count_batch(texts)
     window = int(embed.max_text_tokens)
-    mean = lambda xs: round(float(np.mean(xs)), 4) if len(xs) else 0.0
+
+    def mean(xs):
+        return round(float(np.mean(xs)), 4) if len(xs) else 0.0
+
     return {
         "chunker": name,
         "chunk_size": None if name in FIXED_CHUNKERS else size,
@@ -565,7 +568,10 @@ def main() -> int:
     from ragloom.embeddings import HuggingFaceEmbedding
 
     enc = tiktoken.get_encoding(TOKENIZER)
-    count_tokens = lambda texts: [len(x) for x in enc.encode_ordinary_batch(texts)]
+
+    def count_tokens(texts):
+        return [len(x) for x in enc.encode_ordinary_batch(texts)]
+
     cache_dir = Path(args.cache_dir)
     embed = HuggingFaceEmbedding(
         device=args.device, embed_cache=cache_dir / "chunk_vectors.sqlite"

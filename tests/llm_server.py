@@ -145,8 +145,16 @@ class _Handler(JSONHandler):
             if endpoint.startswith("ollama"):
                 self._send(404, {"error": f"model '{model}' not found, try pulling it first"})
             else:
-                self._send(404, {"error": {"message": f"The model `{model}` does not exist or you do not have access to it.",
-                                           "type": "invalid_request_error", "code": "model_not_found"}})
+                self._send(
+                    404,
+                    {
+                        "error": {
+                            "message": f"The model `{model}` does not exist or you do not have access to it.",
+                            "type": "invalid_request_error",
+                            "code": "model_not_found",
+                        }
+                    },
+                )
             return
         if endpoint == "ollama_show":
             arch = "llama"
@@ -213,18 +221,36 @@ class _Handler(JSONHandler):
             obj = "chat.completion.chunk" if chat else "text_completion"
             if chat:
                 first = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
-                yield b"data: " + json.dumps({"id": "c", "object": obj, "model": model, "choices": [first]}).encode() + b"\n\n"
+                yield (
+                    b"data: "
+                    + json.dumps({"id": "c", "object": obj, "model": model, "choices": [first]}).encode()
+                    + b"\n\n"
+                )
             for i, piece in enumerate(split_pieces(text)):
                 if kind == "malformed" and i == 1:
                     yield b'data: {"choices": [{"delta": {"content": "bro\n\n'
                     continue
                 choice = {"index": 0, "delta": {"content": piece}, "finish_reason": None} if chat else \
                     {"index": 0, "text": piece, "finish_reason": None}
-                yield b"data: " + json.dumps({"id": "c", "object": obj, "model": model, "choices": [choice]}).encode() + b"\n\n"
-            last = {"index": 0, "delta": {}, "finish_reason": "stop"} if chat else {"index": 0, "text": "", "finish_reason": "stop"}
-            yield b"data: " + json.dumps({"id": "c", "object": obj, "model": model, "choices": [last]}).encode() + b"\n\n"
+                yield (
+                    b"data: "
+                    + json.dumps({"id": "c", "object": obj, "model": model, "choices": [choice]}).encode()
+                    + b"\n\n"
+                )
+            last = (
+                {"index": 0, "delta": {}, "finish_reason": "stop"}
+                if chat
+                else {"index": 0, "text": "", "finish_reason": "stop"}
+            )
+            yield (
+                b"data: " + json.dumps({"id": "c", "object": obj, "model": model, "choices": [last]}).encode() + b"\n\n"
+            )
             if body.get("stream_options", {}).get("include_usage"):
-                yield b"data: " + json.dumps({"id": "c", "object": obj, "model": model, "choices": [], "usage": usage}).encode() + b"\n\n"
+                yield (
+                    b"data: "
+                    + json.dumps({"id": "c", "object": obj, "model": model, "choices": [], "usage": usage}).encode()
+                    + b"\n\n"
+                )
             yield b"data: [DONE]\n\n"
 
         self._stream("text/event-stream", events(), srv.stream_delay)

@@ -102,7 +102,7 @@ def reciprocal_rank_fusion(
         raise ValueError(f"k must be >= 0, got {k}")
     w = _weights(len(rankings), weights)
     totals: Dict[K, List[float]] = {}
-    for weight, ranking in zip(w, rankings):
+    for weight, ranking in zip(w, rankings, strict=True):
         if weight == 0.0:
             continue
         seen = set()
@@ -120,7 +120,7 @@ def _scaled_fusion(
 ) -> List[Tuple[K, float]]:
     w = _weights(len(rankings), weights)
     totals: Dict[K, List[float]] = {}
-    for weight, ranking in zip(w, rankings):
+    for weight, ranking in zip(w, rankings, strict=True):
         if weight == 0.0 or not ranking:
             continue
         best: Dict[K, float] = {}
@@ -145,7 +145,9 @@ def _scaled_fusion(
     return _ordered(totals)
 
 
-def relative_score_fusion(rankings: Sequence[Ranking], weights: Optional[Sequence[float]] = None) -> List[Tuple[K, float]]:
+def relative_score_fusion(
+    rankings: Sequence[Ranking], weights: Optional[Sequence[float]] = None
+) -> List[Tuple[K, float]]:
     """Min-max scale each list onto [0, 1], weight and sum.  An item repeated within one list
     counts once, with its best score.
 
@@ -174,7 +176,7 @@ def simple_fusion(rankings: Sequence[Ranking], weights: Optional[Sequence[float]
     """
     w = _weights(len(rankings), weights)
     best: Dict[K, float] = {}
-    for weight, ranking in zip(w, rankings):
+    for weight, ranking in zip(w, rankings, strict=True):
         if weight == 0.0:
             continue
         for key, value in ranking:

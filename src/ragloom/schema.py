@@ -292,7 +292,9 @@ class Document(TextNode, kw_only=True, tag="Document"):
 
     @classmethod
     def example(cls) -> "Document":
-        return cls(text="ragloom turns a folder of documents into a searchable index.", metadata={"filename": "README.md"})
+        return cls(
+            text="ragloom turns a folder of documents into a searchable index.", metadata={"filename": "README.md"}
+        )
 
 
 _NODE_TYPES: Dict[str, type] = {}

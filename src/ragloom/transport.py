@@ -32,7 +32,10 @@ import time
 from datetime import datetime, timezone
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Type
 
-try:
+from ragloom._optional import importing
+
+# importing this module without the extra raises MissingDependencyError (an ImportError)
+with importing("remote", "ragloom.transport (remote embeddings and LLMs)"):
     import httpx
     from tenacity import (
         AsyncRetrying,
@@ -42,10 +45,6 @@ try:
         stop_after_attempt,
         wait_random_exponential,
     )
-except ImportError as _exc:  # pragma: no cover - depends on the installation
-    raise ImportError(
-        f"remote providers need httpx and tenacity ({_exc}): pip install 'ragloom[remote]'"
-    ) from _exc
 
 from ragloom.errors import RagloomError
 
@@ -369,7 +368,9 @@ class HTTPTransport:
         except BadResponse as exc:
             raise _Fault(f"bad response: {exc}", retryable, status) from exc
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-            raise _Fault(f"unexpected response shape ({type(exc).__name__}: {_short(str(exc), 120)})", retryable, status) from exc
+            raise _Fault(
+                f"unexpected response shape ({type(exc).__name__}: {_short(str(exc), 120)})", retryable, status
+            ) from exc
 
     def _transport_fault(self, exc: Exception, url: str = "") -> _Fault:
         if isinstance(exc, httpx.TimeoutException):

@@ -60,6 +60,7 @@ def test_ask_with_the_offline_toy_model(index_dir, monkeypatch):
     assert "for testing the pipeline, not for use" in res.stderr
 
 
+@pytest.mark.requires_extra("remote")
 def test_ask_json_sends_the_retrieved_chunks_to_the_llm(index_dir):
     with OpenAICompatibleServer(answer=lambda p: "It was completed in 1889. [1]") as srv:
         res = ask(index_dir, "--llm", f"openai_like:tiny@{srv.url}", "-k", "2", "--json")
@@ -79,6 +80,7 @@ def test_ask_json_sends_the_retrieved_chunks_to_the_llm(index_dir):
         assert srv.requests[0]["body"]["max_tokens"] == 256
 
 
+@pytest.mark.requires_extra("remote")
 def test_ask_stream_prints_the_answer_as_it_comes(index_dir):
     with OpenAICompatibleServer(answer="Paris built it in 1889.") as srv:
         res = ask(index_dir, "--llm", f"openai_like:tiny@{srv.url}", "--stream", "-k", "1", "--max-tokens", "50")
@@ -88,6 +90,7 @@ def test_ask_stream_prints_the_answer_as_it_comes(index_dir):
         assert srv.requests[0]["body"]["stream"] is True and srv.requests[0]["body"]["max_tokens"] == 50
 
 
+@pytest.mark.requires_extra("remote")
 def test_refine_mode_and_keyword_retrieval(index_dir):
     with OpenAICompatibleServer(answer="1889") as srv:
         res = ask(index_dir, "--llm", f"openai_like:tiny@{srv.url}", "-k", "3", "--response-mode", "refine",
@@ -115,6 +118,9 @@ def test_errors_are_clean_messages(index_dir, tmp_path):
     res = ask(index_dir, "--llm", "mock", "--stream", "--json")
     assert res.exit_code == 2 and "cannot be combined" in res.output
 
+
+@pytest.mark.requires_extra("remote")
+def test_unreachable_llm_server_is_a_clean_message(index_dir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -126,63 +126,79 @@ class _Handler(JSONHandler):
                 rec.finished = time.monotonic()
 
     def _serve(self, endpoint: Optional[str], body: Any, fault: Optional[Fault]) -> None:
-        st = self.server.state
         if endpoint is None:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
-        if fault is not None:
-            k = fault.kind
-            if k == "reset":
-                self._reset()
-                return
-            if k == "hang":
-                time.sleep(fault.seconds)
-            elif k == "malformed":
-                self._send(200, raw=b'{"data": [{"embedding": [0.1, 0.2')
-                return
-            elif k.isdigit():
-                status = int(k)
-                headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
-                self._send(status, {"error": {"message": fault.body or f"injected {status}"}}, headers=headers)
-                return
-        if endpoint == "ollama_show":
-            info: Dict[str, Any] = {
-                "general.architecture": st.ollama_arch,
-                f"{st.ollama_arch}.context_length": st.ollama_context_length,
-                f"{st.ollama_arch}.embedding_length": st.dim,
-            }
-            params = f"num_ctx {st.ollama_num_ctx}\n" if st.ollama_num_ctx else ""
-            self._send(200, {"model_info": info, "parameters": params, "details": {"family": st.ollama_arch}})
+        if fault is not None and self._serve_fault(fault):
             return
         kind = fault.kind if fault else None
-        if endpoint == "openai":
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            dim = body.get("dimensions") or st.dim
-            data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dim)} for i, t in enumerate(texts)]
-            if kind == "short":
-                data = data[:-1]
-            elif kind == "shuffle":
-                data = data[::-1]
-            elif kind == "bad_index" and len(data) > 1:
-                data[1]["index"] = 0
-            self._send(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 0}})
+        if endpoint == "ollama_show":
+            self._serve_ollama_show()
+        elif endpoint == "openai":
+            self._serve_openai(body, kind)
         elif endpoint == "ollama":
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            vecs = [fake_vector(t, body.get("dimensions") or st.dim) for t in texts]
-            if kind == "short":
-                vecs = vecs[:-1]
-            self._send(200, {"model": body.get("model"), "embeddings": vecs})
+            self._serve_ollama(body, kind)
         elif endpoint == "gemini":
-            if not self.headers.get("x-goog-api-key"):
-                self._send(403, {"error": {"message": "missing API key"}})
-                return
-            out = []
-            for req in body["requests"]:
-                text = "".join(p.get("text", "") for p in req["content"]["parts"])
-                out.append({"values": fake_vector(text, req.get("outputDimensionality") or st.dim)})
-            if kind == "short":
-                out = out[:-1]
-            self._send(200, {"embeddings": out})
+            self._serve_gemini(body, kind)
+
+    def _serve_fault(self, fault: Fault) -> bool:
+        """Act out ``fault``; True when that was the whole response ("hang" only delays it)."""
+        k = fault.kind
+        if k == "reset":
+            self._reset()
+            return True
+        if k == "hang":
+            time.sleep(fault.seconds)
+        elif k == "malformed":
+            self._send(200, raw=b'{"data": [{"embedding": [0.1, 0.2')
+            return True
+        elif k.isdigit():
+            status = int(k)
+            headers = {"Retry-After": fault.retry_after} if fault.retry_after is not None else None
+            self._send(status, {"error": {"message": fault.body or f"injected {status}"}}, headers=headers)
+            return True
+        return False
+
+    def _serve_ollama_show(self) -> None:
+        st = self.server.state
+        info: Dict[str, Any] = {
+            "general.architecture": st.ollama_arch,
+            f"{st.ollama_arch}.context_length": st.ollama_context_length,
+            f"{st.ollama_arch}.embedding_length": st.dim,
+        }
+        params = f"num_ctx {st.ollama_num_ctx}\n" if st.ollama_num_ctx else ""
+        self._send(200, {"model_info": info, "parameters": params, "details": {"family": st.ollama_arch}})
+
+    def _serve_openai(self, body: Any, kind: Optional[str]) -> None:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dim = body.get("dimensions") or self.server.state.dim
+        data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dim)} for i, t in enumerate(texts)]
+        if kind == "short":
+            data = data[:-1]
+        elif kind == "shuffle":
+            data = data[::-1]
+        elif kind == "bad_index" and len(data) > 1:
+            data[1]["index"] = 0
+        self._send(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {"prompt_tokens": 0}})
+
+    def _serve_ollama(self, body: Any, kind: Optional[str]) -> None:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vecs = [fake_vector(t, body.get("dimensions") or self.server.state.dim) for t in texts]
+        if kind == "short":
+            vecs = vecs[:-1]
+        self._send(200, {"model": body.get("model"), "embeddings": vecs})
+
+    def _serve_gemini(self, body: Any, kind: Optional[str]) -> None:
+        if not self.headers.get("x-goog-api-key"):
+            self._send(403, {"error": {"message": "missing API key"}})
+            return
+        out = []
+        for req in body["requests"]:
+            text = "".join(p.get("text", "") for p in req["content"]["parts"])
+            out.append({"values": fake_vector(text, req.get("outputDimensionality") or self.server.state.dim)})
+        if kind == "short":
+            out = out[:-1]
+        self._send(200, {"embeddings": out})
 
 
 class FakeEmbeddingServer(LocalHTTPServer):

@@ -1,4 +1,5 @@
-"""Persistent embedding cache: hits cost no model call, keys separate models/instructions, files persist across processes."""
+"""Persistent embedding cache: hits cost no model call, keys separate models/instructions,
+files persist across processes."""
 
 import json
 import subprocess

@@ -74,7 +74,9 @@ def test_bad_arguments():
 
 
 def test_as_transformation_embeds_embed_view_of_nodes(model):
-    node = TextNode(text="green tea", metadata={"file_path": "tea.md", "secret": "x"}, excluded_embed_metadata_keys=["secret"])
+    node = TextNode(
+        text="green tea", metadata={"file_path": "tea.md", "secret": "x"}, excluded_embed_metadata_keys=["secret"]
+    )
     done = TextNode(text="already", embedding=[0.0] * 384)
     out = model([node, done])
     assert out[1].embedding == [0.0] * 384

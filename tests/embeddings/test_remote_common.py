@@ -88,4 +88,7 @@ def test_rate_limiter_burst_then_spacing():
 def test_error_is_a_ragloom_error_with_fields():
     err = EmbeddingProviderError("OpenAI", "m", "boom", status=502, attempts=4, url="http://h/v1/embeddings")
     assert isinstance(err, RagloomError)
-    assert str(err) == "OpenAI embedding request for model 'm' at http://h/v1/embeddings failed after 4 attempts: HTTP 502: boom"
+    assert (
+        str(err)
+        == "OpenAI embedding request for model 'm' at http://h/v1/embeddings failed after 4 attempts: HTTP 502: boom"
+    )

@@ -29,7 +29,7 @@ def make(server, **kw):
 def assert_vectors(got, texts, dim=DIM):
     got = np.asarray(got)
     assert got.shape == (len(texts), dim)
-    for row, text in zip(got, texts):
+    for row, text in zip(got, texts, strict=True):
         assert np.allclose(row, fake_vector(text, dim), atol=1e-6), text
 
 
@@ -59,8 +59,11 @@ def test_at_most_100_per_request(server):
         make(server, embed_batch_size=101)
 
 
-@pytest.mark.parametrize("fault", [Fault("429", retry_after="0"), Fault("500"), Fault("short"), Fault("malformed"), Fault("reset")],
-                         ids=lambda f: f.kind)
+@pytest.mark.parametrize(
+    "fault",
+    [Fault("429", retry_after="0"), Fault("500"), Fault("short"), Fault("malformed"), Fault("reset")],
+    ids=lambda f: f.kind,
+)
 def test_faults_are_retried(server, fault):
     emb = make(server, embed_batch_size=4)
     server.inject("gemini", fault)

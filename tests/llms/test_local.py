@@ -98,9 +98,8 @@ def test_converted_model_is_cached_and_identical(toy):
         pytest.skip("cache disabled")
     folder = toy.cache_dir / "llm" / local._cache_key(toy.model_path)
     assert (folder / local._COMPLETE_MARK).is_file()
-    t0 = time.monotonic()
     again = local._load_uncached(toy.model_path, toy.cache_dir)
-    assert again.source == "cache" and time.monotonic() - t0 < 30
+    assert again.source == "cache"
     ours = toy._get().model.state_dict()
     theirs = again.model.state_dict()
     assert ours.keys() == theirs.keys()

@@ -49,7 +49,10 @@ def test_chinese_comments_char_offsets_and_definitions():
     s = CodeSplitter(language="python", chunk_lines=8, chunk_lines_overlap=0, max_chars=400)
     nodes = assert_invariants(s, doc)
     texts = [n.text for n in nodes]
-    assert any("# 这是一个中文注释（不是字节偏移）\ndef search" in t or "# 这是一个中文注释" in t and "def search" in t for t in texts)
+    assert any(
+        "# 这是一个中文注释（不是字节偏移）\ndef search" in t or "# 这是一个中文注释" in t and "def search" in t
+        for t in texts
+    )
     assert all(t != "class Index:" for t in texts)  # a header is packed with its body
     assert any(t.startswith("class Index:") for t in texts)
     for n in nodes:
@@ -109,7 +112,9 @@ def test_languages(lang, src):
 
 def test_unknown_language_and_parse_error_fall_back(caplog):
     with caplog.at_level(logging.WARNING):
-        nodes = CodeSplitter(language="cobol", chunk_lines=2).get_nodes_from_documents([Document(text="a\nb\nc\n", id_="u")])
+        nodes = CodeSplitter(language="cobol", chunk_lines=2).get_nodes_from_documents(
+            [Document(text="a\nb\nc\n", id_="u")]
+        )
     assert [n.text for n in nodes] == ["a\nb", "c"] and "unknown language" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):

@@ -1,4 +1,5 @@
 import glob
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ REF = "张三说：“今天下雨了。”李四点头。Dr. Smith arrived at 5
 
 def sentences(text):
     cuts = [0] + SentenceLevel().find(text, 0, len(text)) + [len(text)]
-    return [text[a:b].strip() for a, b in zip(cuts, cuts[1:]) if text[a:b].strip()]
+    return [text[a:b].strip() for a, b in pairwise(cuts) if text[a:b].strip()]
 
 
 def test_reference_sentences():
@@ -69,7 +70,9 @@ def test_metadata_too_long_names_doc_and_keys():
 
 
 def test_metadata_aware_budget_and_excluded_keys(cl100k):
-    text = open(sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8").read()
+    text = open(
+        sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8"
+    ).read()
     doc = Document(
         text=text,
         id_="fastapi.md",
@@ -165,7 +168,10 @@ def test_ids_deterministic_and_id_func(cl100k):
     assert len({n.id_ for n in a}) == len(a)
     other = SentenceSplitter(chunk_size=21, chunk_overlap=4, tokenizer=cl100k)([doc])
     assert other[0].id_ != a[0].id_  # config is part of the id
-    custom = SentenceSplitter(chunk_size=20, chunk_overlap=4, tokenizer=cl100k, id_func=lambda i, d: f"{d.id_}-{i}")([doc])
+    def id_func(i, d):
+        return f"{d.id_}-{i}"
+
+    custom = SentenceSplitter(chunk_size=20, chunk_overlap=4, tokenizer=cl100k, id_func=id_func)([doc])
     assert [n.id_ for n in custom] == [f"d-{i}" for i in range(len(custom))]
 
 

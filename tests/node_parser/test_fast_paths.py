@@ -21,7 +21,8 @@ from ragloom.schema import Document, MetadataMode, NodeRelationship
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
-ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，\n龍中文😀") + ["Dr. ", "p.m. ", "e.g. ", "\n\n\n", "<|endoftext|>"]
+ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，\n龍中文😀")
+ALPHABET += ["Dr. ", "p.m. ", "e.g. ", "\n\n\n", "<|endoftext|>"]
 mixed = st.lists(st.sampled_from(ALPHABET), max_size=300).map("".join)
 any_text = st.one_of(texts(), mixed)
 
@@ -113,7 +114,9 @@ def test_first_level_whole_text_cuts_equal_windowed_real(real_texts):
 
 @pytest.mark.parametrize("prev_next", [True, False])
 def test_node_ids_and_link_hashes_equal_plain_forms(prev_next, real_texts):
-    splitter = SentenceSplitter(chunk_size=128, chunk_overlap=20, tokenizer="cl100k_base", include_prev_next_rel=prev_next)
+    splitter = SentenceSplitter(
+        chunk_size=128, chunk_overlap=20, tokenizer="cl100k_base", include_prev_next_rel=prev_next
+    )
     doc = Document(
         text=real_texts[0][:6000] + "\n" + real_texts[-1][:3000] + "\ud800 tail",
         id_="doc-x",
@@ -130,7 +133,11 @@ def test_node_ids_and_link_hashes_equal_plain_forms(prev_next, real_texts):
         if prev_next:
             if i > 0:
                 info = n.relationships[NodeRelationship.PREVIOUS]
-                assert (info.node_id, info.hash, info.node_type) == (nodes[i - 1].id_, nodes[i - 1].hash, nodes[i - 1].get_type())
+                assert (info.node_id, info.hash, info.node_type) == (
+                    nodes[i - 1].id_,
+                    nodes[i - 1].hash,
+                    nodes[i - 1].get_type(),
+                )
             if i + 1 < len(nodes):
                 info = n.relationships[NodeRelationship.NEXT]
                 assert (info.node_id, info.hash) == (nodes[i + 1].id_, nodes[i + 1].hash)

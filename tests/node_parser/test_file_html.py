@@ -24,7 +24,9 @@ def _check_source_contract(doc, nodes):
 def test_llamaindex_style_tags():
     p = HTMLNodeParser(tags=["p", "h1", "li"], tokenizer="cl100k_base")
     doc = Document(text=PAGE, id_="h")
-    nodes = assert_invariants(p, doc, tokenizer=p.tokenizer, chunk_size=p.chunk_size, exact_offsets=False, coverage=False)
+    nodes = assert_invariants(
+        p, doc, tokenizer=p.tokenizer, chunk_size=p.chunk_size, exact_offsets=False, coverage=False
+    )
     texts = [n.text for n in nodes]
     assert "Café & bar" in texts
     assert "This is a bold move — really." in texts  # one bold word stays in its sentence
@@ -44,7 +46,9 @@ def test_default_tags_do_not_split_bold_words():
 def test_untagged_text_kept_or_dropped():
     doc = Document(text=PAGE, id_="h")
     kept = HTMLNodeParser(tags=["p"], tokenizer="cl100k_base").get_nodes_from_documents([doc])
-    dropped = HTMLNodeParser(tags=["p"], keep_untagged_text=False, tokenizer="cl100k_base").get_nodes_from_documents([doc])
+    dropped = HTMLNodeParser(tags=["p"], keep_untagged_text=False, tokenizer="cl100k_base").get_nodes_from_documents(
+        [doc]
+    )
     assert "loose div text" in [n.text for n in kept]
     assert [n.text for n in dropped] == ["This is a bold move — really."]
 

@@ -24,7 +24,9 @@ def test_json_paths_and_source_offsets():
     src = json.dumps({"a": {"b c": [1, {"d": "x"}]}, "e": [], "f": "hello"}, indent=2)
     p = JSONNodeParser(tokenizer="cl100k_base")
     doc = Document(text=src, id_="j")
-    nodes = assert_invariants(p, doc, tokenizer=p.tokenizer, chunk_size=p.chunk_size, exact_offsets=False, coverage=False)
+    nodes = assert_invariants(
+        p, doc, tokenizer=p.tokenizer, chunk_size=p.chunk_size, exact_offsets=False, coverage=False
+    )
     assert nodes[0].text == 'a["b c"][0]: 1\na["b c"][1].d: x\ne: []\nf: hello'
     assert src[nodes[0].start_char_idx : nodes[0].end_char_idx].startswith("1")
     assert src[nodes[0].start_char_idx : nodes[0].end_char_idx].endswith('"hello"')

@@ -38,7 +38,7 @@ def test_preamble_before_first_header_is_kept():
 def test_h1_then_two_h3_are_siblings():
     nodes, _ = _nodes("# A\n\na\n\n### B\n\nb\n\n### C\n\nc\n")
     assert [n.metadata["header_path"] for n in nodes] == [["A"], ["A", "B"], ["A", "C"]]
-    assert nodes[2].metadata["header_path_display"] == "A > C"
+    assert nodes[2].metadata["header_path_display"] == "A"  # "### C" is in the text
 
 
 def test_slash_in_title_is_unambiguous():
@@ -46,7 +46,34 @@ def test_slash_in_title_is_unambiguous():
     assert nodes[1].metadata["header_path"] == ["a/b", "c"]
     # the list is hidden from embed/LLM views, the display string is visible
     emb = nodes[1].get_content(MetadataMode.EMBED)
-    assert "header_path_display: a/b > c" in emb and "['a/b'" not in emb
+    assert "header_path_display: a/b\n" in emb and "## c" in emb and "['a/b'" not in emb
+
+
+def test_markdown_title_not_embedded_twice():
+    """Issue 10 #5: a section's title was embedded twice (display metadata and heading line)."""
+    text = "# Installation Guide\n\nIntro.\n\n## Configure Proxies\n\nSet the variable.\n"
+    for kw in ({}, {"chunk_size": None}):
+        nodes, _ = _nodes(text, **kw)
+        assert [n.metadata["header_path"] for n in nodes] == [
+            ["Installation Guide"], ["Installation Guide", "Configure Proxies"]
+        ]
+        for n in nodes:
+            for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+                content = n.get_content(mode)
+                assert content.count("Configure Proxies") <= 1, content
+                assert content.count("Installation Guide") == 1, content  # the ancestor is kept
+        assert "header_path_display" not in nodes[0].metadata
+        assert nodes[1].metadata["header_path_display"] == "Installation Guide"
+    # a section cut into pieces: the pieces after the heading carry the full path, once
+    body = "\n\n".join(f"Paragraph {i} of the proxy settings, with words." for i in range(40))
+    nodes, _ = _nodes("# Guide\n\n## Proxies\n\n" + body + "\n", chunk_size=48)
+    pieces = [n for n in nodes if n.metadata["header_path"] == ["Guide", "Proxies"]]
+    assert len(pieces) > 2 and pieces[0].text.startswith("## Proxies")
+    assert pieces[0].metadata["header_path_display"] == "Guide"
+    assert all(p.metadata["header_path_display"] == "Guide > Proxies" for p in pieces[1:])
+    for p in pieces:
+        emb = p.get_content(MetadataMode.EMBED)
+        assert emb.count("Guide") == 1 and emb.count("## Proxies") + emb.count("> Proxies") == 1
 
 
 def test_tab_and_nbsp_inside_fence_byte_exact():

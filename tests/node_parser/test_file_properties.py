@@ -20,7 +20,9 @@ from ragloom.tokenizers import get_tokenizer
 TOK = get_tokenizer("cl100k_base")
 SETTINGS = dict(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-WORDS = st.sampled_from(["alpha", "beta.", "Dr. Smith", "中文句子。", "逗号，", "😀", "a/b", "x" * 30, "\t", "\u00a0", " ", "\n", "\r\n"])
+WORDS = st.sampled_from(
+    ["alpha", "beta.", "Dr. Smith", "中文句子。", "逗号，", "😀", "a/b", "x" * 30, "\t", "\u00a0", " ", "\n", "\r\n"]
+)
 MD_BLOCKS = st.one_of(
     st.builds(lambda lvl, t: "#" * lvl + " " + t + "\n", st.integers(1, 6), st.text(min_size=0, max_size=12)),
     st.builds(lambda b: "```bash\n# not a header\n" + b + "\n```\n", st.text(max_size=40)),
@@ -42,9 +44,13 @@ def test_markdown_invariants(blocks, size):
 
 
 HTML_PARTS = st.one_of(
-    st.sampled_from(["<p>", "</p>", "<h1>", "</h1>", "<li>", "</li>", "<b>", "</b>", "<div>", "</div>", "<br>",
-                     "<script>var a='<p>x</p>';</script>", "<style>p{}</style>", "&amp;", "&eacute;", "&#x41;", "&bogus",
-                     "<pre>  a\n\tb </pre>", "<!-- c -->", "<table><tr><td>1</td><td>2</td></tr></table>"]),
+    st.sampled_from(
+        [
+            "<p>", "</p>", "<h1>", "</h1>", "<li>", "</li>", "<b>", "</b>", "<div>", "</div>", "<br>",
+            "<script>var a='<p>x</p>';</script>", "<style>p{}</style>", "&amp;", "&eacute;", "&#x41;", "&bogus",
+            "<pre>  a\n\tb </pre>", "<!-- c -->", "<table><tr><td>1</td><td>2</td></tr></table>",
+        ]
+    ),
     WORDS,
     st.text(max_size=20),
 )
@@ -88,7 +94,11 @@ PY_LINES = st.sampled_from([
 
 
 @settings(**SETTINGS)
-@given(lines=st.lists(PY_LINES, max_size=60), lim=st.sampled_from([(3, 80, 30), (40, 1500, None), (10, 300, 60)]), numbers=st.booleans())
+@given(
+    lines=st.lists(PY_LINES, max_size=60),
+    lim=st.sampled_from([(3, 80, 30), (40, 1500, None), (10, 300, 60)]),
+    numbers=st.booleans(),
+)
 def test_code_invariants(lines, lim, numbers):
     pytest.importorskip("tree_sitter_python")
     chunk_lines, max_chars, size = lim

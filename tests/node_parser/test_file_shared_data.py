@@ -23,10 +23,18 @@ def _files():
         return []
     out = [p for p in sorted((DATA / "code").rglob("*")) if p.suffix in (".py", ".java", ".ts", ".js", ".json")]
     out += sorted((DATA / "markdown_fastapi").rglob("*.md"))
-    out += [p for p in sorted((DATA / "mixed_docs" / "example-docs").rglob("*")) if p.suffix in (".html", ".htm", ".json", ".ndjson")]
+    out += [
+        p
+        for p in sorted((DATA / "mixed_docs" / "example-docs").rglob("*"))
+        if p.suffix in (".html", ".htm", ".json", ".ndjson")
+    ]
     if not FULL:
         step = 8
-        out = [p for i, p in enumerate(out) if i % step == 0 or p.suffix in (".html", ".htm", ".ndjson") and p.stat().st_size < 200_000]
+        out = [
+            p
+            for i, p in enumerate(out)
+            if i % step == 0 or p.suffix in (".html", ".htm", ".ndjson") and p.stat().st_size < 200_000
+        ]
     return out
 
 

@@ -66,7 +66,9 @@ def check_tree(parser, doc, tokenizer, sizes):
                 covered = set()
                 for k in kids:
                     covered.update(range(k.start_char_idx, k.end_char_idx))
-                missing = [i for i in range(p.start_char_idx, p.end_char_idx) if not doc.text[i].isspace() and i not in covered]
+                missing = [
+                    i for i in range(p.start_char_idx, p.end_char_idx) if not doc.text[i].isspace() and i not in covered
+                ]
                 assert not missing
     leaves = get_leaf_nodes(nodes)
     assert leaves == get_deeper_nodes(nodes, len(sizes) - 1)

@@ -14,9 +14,15 @@ from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
-EN = ["The", "quick", "brown", "fox", "Dr.", "Smith", "arrived", "at", "5", "p.m.", "e.g.", "U.S.", "it's", "don't", "HELLO", "naïve", "café", "x" * 40]
+EN = [
+    "The", "quick", "brown", "fox", "Dr.", "Smith", "arrived", "at", "5", "p.m.", "e.g.", "U.S.", "it's", "don't",
+    "HELLO", "naïve", "café", "x" * 40,
+]
 ZH = ["张三说", "今天下雨了", "李四点头", "孙悟空", "花果山", "水帘洞", "美猴王", "龍", "𠀀"]
-PUNCT = [".", ",", ";", "!", "?", "。", "，", "、", "；", "：", "！", "？", "…", "“", "”", "「", "」", "（", "）", "《", "》", "\"", "'", "-", "—", "#", "*", "`", "```", "http://x.y/z?a=b"]
+PUNCT = [
+    ".", ",", ";", "!", "?", "。", "，", "、", "；", "：", "！", "？", "…", "“", "”", "「", "」", "（", "）", "《",
+    "》", '"', "'", "-", "—", "#", "*", "`", "```", "http://x.y/z?a=b",
+]
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇨🇳", "❤️", "é", "e\u0301", "\u200b", "\ufeff"]
 WS = [" ", "  ", "\n", "\n\n", "\n\n\n", "\t", "\u3000", "\r\n", " \n \n "]
 
@@ -37,7 +43,9 @@ def texts(draw):
         words = draw(st.lists(st.sampled_from(EN + [".", ",", " ", "\n\n"]), max_size=200))
         return " ".join(words)
     if kind == "zh":
-        return "".join(draw(st.lists(st.sampled_from(ZH + ["。", "，", "！", "？", "；", "…", "”", "\n"]), max_size=200)))
+        return "".join(
+            draw(st.lists(st.sampled_from(ZH + ["。", "，", "！", "？", "；", "…", "”", "\n"]), max_size=200))
+        )
     if kind == "ws":
         return "".join(draw(st.lists(st.sampled_from(WS), max_size=20)))
     if kind == "nopunct":

@@ -1,6 +1,7 @@
 """``SentenceWindowNodeParser``: one node per sentence, window in metadata."""
 
 import re
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -59,7 +60,9 @@ def test_splitter_that_drops_separators_keeps_them_with_the_sentence():
 
 
 def test_from_defaults_and_custom_keys():
-    parser = SentenceWindowNodeParser.from_defaults(window_size=0, window_metadata_key="w", original_text_metadata_key="o")
+    parser = SentenceWindowNodeParser.from_defaults(
+        window_size=0, window_metadata_key="w", original_text_metadata_key="o"
+    )
     nodes = parser([Document(text="Cats purr. Dogs bark.", id_="d")])
     assert [n.metadata["w"] for n in nodes] == ["Cats purr.", "Dogs bark."]
     assert [n.metadata["o"] for n in nodes] == ["Cats purr.", "Dogs bark."]
@@ -97,7 +100,8 @@ def test_chinese_comma_paragraph_cut_between_phrases(tok_name):
         assert len(nodes) > 1
         for n in nodes:
             assert n.text.endswith("，") or n.text.endswith("。"), n.text
-            assert n.text.split("，")[0].rstrip("。") in {"孙悟空拜师学艺", "在灵台方寸山", "斜月三星洞中", "学得七十二般变化"}
+            phrases = {"孙悟空拜师学艺", "在灵台方寸山", "斜月三星洞中", "学得七十二般变化"}
+            assert n.text.split("，")[0].rstrip("。") in phrases
 
 
 def test_chinese_comma_paragraph_default_budget(hf_tok):
@@ -114,7 +118,9 @@ def test_long_sentence_split_under_default_budget():
     """The default budget is the embed model's limit: nothing the model would truncate."""
     text = ("word " * 600).strip() + ". Short one."
     parser = SentenceWindowNodeParser(window_size=1)
-    nodes = assert_invariants(parser, Document(text=text, id_="d"), tokenizer=get_default_tokenizer(), chunk_size=parser.chunk_size)
+    nodes = assert_invariants(
+        parser, Document(text=text, id_="d"), tokenizer=get_default_tokenizer(), chunk_size=parser.chunk_size
+    )
     assert nodes[-1].text == "Short one." and len(nodes) >= 3
 
 
@@ -142,4 +148,4 @@ def test_invariants(hf_tok, text, chunk_size, w, meta):
         assert n.text and n.text == n.text.strip()
     _check_windows(nodes, text, w)
     spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
-    assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:])), "sentences do not overlap"
+    assert all(b1 <= a2 for (_, b1), (a2, _) in pairwise(spans)), "sentences do not overlap"

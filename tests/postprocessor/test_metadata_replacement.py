@@ -49,5 +49,7 @@ def test_custom_postprocessor_gets_a_query_bundle():
             seen.append(query_bundle)
             return nodes[:1]
 
-    out = Keep().postprocess_nodes([NodeWithScore(node=TextNode(text="a")), NodeWithScore(node=TextNode(text="b"))], query_str="hi")
+    out = Keep().postprocess_nodes(
+        [NodeWithScore(node=TextNode(text="a")), NodeWithScore(node=TextNode(text="b"))], query_str="hi"
+    )
     assert len(out) == 1 and seen[0].query_str == "hi"

@@ -21,7 +21,8 @@ def test_cutoff_keeps_exactly_the_nodes_at_or_above_it():
     assert [n.node.node_id for n in out] == ["0", "1", "2"]
     assert out[0] is nodes[0]  # objects and order are kept
     assert len(SimilarityPostprocessor(similarity_cutoff=None).postprocess_nodes(nodes)) == 5
-    assert [n.node.node_id for n in SimilarityPostprocessor().postprocess_nodes(nodes)] == ["0", "1", "2", "3"]  # default 0.0
+    default_cutoff = SimilarityPostprocessor().postprocess_nodes(nodes)  # cutoff 0.0
+    assert [n.node.node_id for n in default_cutoff] == ["0", "1", "2", "3"]
 
 
 def test_cutoff_on_real_dense_scores():

@@ -1,6 +1,7 @@
 """PromptHelper: repack / truncate measured in the LLM's tokenizer (property tests with hypothesis)."""
 
 import re
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,10 @@ QA = PromptTemplate("Context:\n{context_str}\nQuestion: {query_str}\nAnswer: ").
 
 # words from English, Chinese, emoji and odd whitespace, so cuts land next to multi-byte characters
 WORDS = st.sampled_from(
-    ["tea", "water", "temperature", "80°C", "绿茶", "用", "的水。", "泡茶", "🍵", "👩‍👩‍👧", "é", "naïve", "\n", "\n\n", "  ", "x" * 30, "中文句子，逗号"]
+    [
+        "tea", "water", "temperature", "80°C", "绿茶", "用", "的水。", "泡茶", "🍵", "👩‍👩‍👧", "é", "naïve", "\n",
+        "\n\n", "  ", "x" * 30, "中文句子，逗号",
+    ]
 )
 TEXT = st.lists(WORDS, min_size=0, max_size=120).map(lambda ws: " ".join(ws))
 CHUNKS = st.lists(TEXT, min_size=0, max_size=8)
@@ -65,7 +69,7 @@ def test_repack_with_overlap_covers_text_in_order(chunks, window):
     spans = helper.get_text_splitter_given_prompt(QA).split_spans(joined)
     assert pieces == [joined[a:b] for a, b in spans]  # every piece is a slice of the joined text
     covered_to = 0
-    for (a, b), prev in zip(spans, [(0, 0)] + spans[:-1]):
+    for prev, (a, b) in pairwise([(0, 0)] + spans):
         assert a >= prev[0] and b > prev[1], "pieces advance"
         assert not joined[covered_to:a].strip(), "no non-space text skipped between pieces"
         covered_to = b
@@ -79,7 +83,7 @@ def test_truncate_fits_and_keeps_prefixes(chunks, window):
     cut = helper.truncate(QA, chunks)
     assert len(cut) == len(chunks)
     share = (window - 20 - helper.prompt_tokens(QA)) // len(chunks) - 5
-    for original, piece in zip(chunks, cut):
+    for original, piece in zip(chunks, cut, strict=True):
         assert original.startswith(piece)
         assert TOK.count(piece) <= share
         if TOK.count(original) <= share:
@@ -125,7 +129,9 @@ def test_too_many_chunks_for_truncate():
 
 
 def test_chunk_size_limit_caps_pieces():
-    helper = PromptHelper(context_window=4000, num_output=10, chunk_size_limit=20, chunk_overlap_ratio=0.0, tokenizer=TOK)
+    helper = PromptHelper(
+        context_window=4000, num_output=10, chunk_size_limit=20, chunk_overlap_ratio=0.0, tokenizer=TOK
+    )
     pieces = helper.repack(QA, ["one two three " * 40])
     assert len(pieces) >= 6 and all(TOK.count(p) <= 20 for p in pieces)
 

@@ -35,7 +35,9 @@ def server():
 
 
 def _llm(srv, context_window=3900):
-    return OpenAILike(model="test-model", api_base=srv.url, api_key="unused", context_window=context_window, max_tokens=128)
+    return OpenAILike(
+        model="test-model", api_base=srv.url, api_key="unused", context_window=context_window, max_tokens=128
+    )
 
 
 @pytest.mark.parametrize("mode", ["compact", "refine", "tree_summarize", "simple_summarize", "accumulate"])
@@ -109,8 +111,13 @@ def test_node_postprocessors_run_between_retrieval_and_synthesis(index, server):
 
 
 def test_retriever_query_engine_from_args_and_prompt_keys(index, server):
-    engine = RetrieverQueryEngine.from_args(index.as_retriever(similarity_top_k=1), llm=_llm(server), response_mode="refine")
-    assert set(engine.get_prompts()) == {"response_synthesizer:text_qa_template", "response_synthesizer:refine_template"}
+    engine = RetrieverQueryEngine.from_args(
+        index.as_retriever(similarity_top_k=1), llm=_llm(server), response_mode="refine"
+    )
+    assert set(engine.get_prompts()) == {
+        "response_synthesizer:text_qa_template",
+        "response_synthesizer:refine_template",
+    }
     engine.update_prompts({"response_synthesizer:text_qa_template": "Q={query_str} C={context_str}"})
     engine.query(QUESTION)
     (prompt,) = server.prompts

@@ -179,7 +179,9 @@ def test_report_and_skips(tree: Path) -> None:
     assert "skipped 3" in r.report.summary()
 
 
-def test_skips_are_logged_not_printed(tree: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture) -> None:
+def test_skips_are_logged_not_printed(
+    tree: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
+) -> None:
     (tree / "bin.dat").write_bytes(b"\x00" * 64)
     with caplog.at_level(logging.WARNING, logger="ragloom.readers"):
         SimpleDirectoryReader(tree).load_data()

@@ -59,7 +59,9 @@ def test_ndjson_one_document_per_record(ex: Path) -> None:
     docs = _one(ex / "arbitrary-records.ndjson")
     lines = [ln for ln in (ex / "arbitrary-records.ndjson").read_text().splitlines() if ln.strip()]
     assert len(docs) == len(lines) > 1
-    assert [d.id_ for d in docs] == [f"{(ex / 'arbitrary-records.ndjson').as_posix()}_part_{i}" for i in range(len(docs))]
+    assert [d.id_ for d in docs] == [
+        f"{(ex / 'arbitrary-records.ndjson').as_posix()}_part_{i}" for i in range(len(docs))
+    ]
     assert docs[0].metadata["line_number"] == 1
     assert "line_number" in docs[0].excluded_embed_metadata_keys
 
@@ -128,7 +130,8 @@ def test_html_with_scripts_fixture(ex: Path) -> None:
 
 
 def test_html_to_text_pre_keeps_lines() -> None:
-    assert html_to_text("<pre>a\n  b</pre><p>c\nd</p>") == "a\nb\n\nc d"  # line breaks kept in <pre>, collapsed elsewhere
+    # line breaks kept in <pre>, collapsed elsewhere
+    assert html_to_text("<pre>a\n  b</pre><p>c\nd</p>") == "a\nb\n\nc d"
 
 
 def test_pdf_pages_with_labels(ex: Path) -> None:

@@ -10,6 +10,7 @@ import re
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,9 @@ class Scripted:
 
 def nodes(n, words=40):
     return [
-        NodeWithScore(node=TextNode(id_=f"node-{i}", text=" ".join(f"c{i}w{j}" for j in range(words))), score=1.0 - i / 100)
+        NodeWithScore(
+            node=TextNode(id_=f"node-{i}", text=" ".join(f"c{i}w{j}" for j in range(words))), score=1.0 - i / 100
+        )
         for i in range(n)
     ]
 
@@ -172,7 +175,7 @@ def test_tree_summarize_recurses_level_by_level_until_one_chunk(server, use_asyn
     levels = _levels(server.script)
     sizes = [len(lv) for lv in levels]
     assert len(levels) >= 3, sizes
-    assert sizes[-1] == 1 and all(a > b for a, b in zip(sizes, sizes[1:])), sizes
+    assert sizes[-1] == 1 and all(a > b for a, b in pairwise(sizes)), sizes
     # level 1 reads the chunks only, and all of them
     seen = {}
     for _, p in levels[0]:
@@ -181,7 +184,7 @@ def test_tree_summarize_recurses_level_by_level_until_one_chunk(server, use_asyn
             seen.setdefault(c, set()).update(ws)
     assert seen == {i: set(range(40)) for i in range(8)}
     # each higher level reads exactly the answers of the level below, and no chunk text
-    for below, level in zip(levels, levels[1:]):
+    for below, level in pairwise(levels):
         tags = set()
         for _, p in level:
             assert not chunk_words(p)
@@ -212,7 +215,9 @@ def test_simple_summarize_one_call_truncated_to_the_window(server):
 
 def test_simple_summarize_counts_the_system_prompt(server):
     system = "You answer questions about documents carefully and briefly. " * 8
-    llm, response, prompts = run(server, "simple_summarize", nodes(5, words=60), 400, llm_kwargs={"system_prompt": system})
+    llm, response, prompts = run(
+        server, "simple_summarize", nodes(5, words=60), 400, llm_kwargs={"system_prompt": system}
+    )
     (request,) = server.requests
     assert request["messages"][0] == {"role": "system", "content": system}
     tok = llm.get_tokenizer()

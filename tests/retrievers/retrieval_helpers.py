@@ -78,7 +78,7 @@ def assert_matches_brute_force(results, query, docs, k):
     ranked = sorted(expected.items(), key=lambda kv: -kv[1])[:k]
     got = [(r.node.node_id, r.score) for r in results]
     assert len(got) == len(ranked), (query, got, ranked)
-    for (gid, gs), (eid, es) in zip(got, ranked):
+    for (gid, gs), (eid, es) in zip(got, ranked, strict=True):
         assert gs == pytest.approx(es, rel=1e-9, abs=1e-9), (query, got, ranked)
         assert gid == eid or gs == pytest.approx(expected[gid], rel=1e-9), (query, got, ranked)
     for gid, gs in got:

@@ -41,7 +41,9 @@ def mid_with(nodes, by_id, n_children):
 QUERY = "How did the keeper light the lamp?"
 
 
-@pytest.mark.parametrize("retrieved, thresh, merges", [(2, 0.5, False), (3, 0.5, True), (3, 0.75, False), (3, 0.74, True)])
+@pytest.mark.parametrize(
+    "retrieved, thresh, merges", [(2, 0.5, False), (3, 0.5, True), (3, 0.75, False), (3, 0.74, True)]
+)
 def test_merges_exactly_when_the_ratio_is_exceeded(tree, retrieved, thresh, merges):
     index, storage, by_id, nodes = tree
     mid = mid_with(nodes, by_id, 4)
@@ -114,7 +116,9 @@ def test_leaves_inside_a_merged_ancestor_are_dropped(tree):
 def test_end_to_end_results_are_consistent(tree):
     index, storage, by_id, nodes = tree
     base = index.as_retriever(similarity_top_k=12)
-    out = AutoMergingRetriever(base, storage, verbose=True).retrieve("What happened during the great gale and the rescue?")
+    out = AutoMergingRetriever(base, storage, verbose=True).retrieve(
+        "What happened during the great gale and the rescue?"
+    )
     ids = [n.node.node_id for n in out]
     assert len(ids) == len(set(ids)) and len(out) <= 12
     assert [n.score for n in out] == sorted((n.score for n in out), reverse=True)

@@ -142,7 +142,9 @@ def test_index_source_follows_inserts_and_deletes(embed_model, tmp_path):
     # persisting an index-backed retriever writes a standalone copy
     retriever.persist(tmp_path / "copy")
     copy = BM25Retriever.from_persist_dir(tmp_path / "copy")
-    assert [r.node.node_id for r in copy.retrieve("sourdough")] == [r.node.node_id for r in retriever.retrieve("sourdough")]
+    assert [r.node.node_id for r in copy.retrieve("sourdough")] == [
+        r.node.node_id for r in retriever.retrieve("sourdough")
+    ]
 
 
 def test_bad_arguments():

@@ -2,6 +2,7 @@
 
 import math
 import statistics
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +30,7 @@ scores = st.floats(min_value=-5, max_value=50, allow_nan=False, allow_infinity=F
 def ranking(draw):
     ks = draw(st.lists(keys, unique=True, max_size=8))
     ss = sorted((draw(scores) for _ in ks), reverse=True)
-    return list(zip(ks, ss))
+    return list(zip(ks, ss, strict=True))
 
 
 rankings = st.lists(ranking(), min_size=1, max_size=4)
@@ -111,7 +112,7 @@ def test_top_k_bounds_and_order(lists, mode, k):
     distinct = {key for r in lists for key, _ in r}
     assert len(fused) == min(k, len(distinct))
     assert len({key for key, _ in fused}) == len(fused)
-    assert all(x[1] > y[1] or (x[1] == y[1] and x[0] < y[0]) for x, y in zip(fused, fused[1:]))
+    assert all(x[1] > y[1] or (x[1] == y[1] and x[0] < y[0]) for x, y in pairwise(fused))
     full = fuse_rankings(lists, mode)
     assert fused == full[:k]
 

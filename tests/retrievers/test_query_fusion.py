@@ -64,7 +64,9 @@ def test_keyword_only_weights_equal_the_stores_cjk_mode(index):
         retriever_weights=[0.0, 1.0],
     )
     for query in ["大熊猫吃什么", "秋天登山要带什么"]:
-        _assert_same_ranking(_ranked(fusion.retrieve(query)), _ranked(index.as_retriever(similarity_top_k=3).retrieve(query)))
+        _assert_same_ranking(
+            _ranked(fusion.retrieve(query)), _ranked(index.as_retriever(similarity_top_k=3).retrieve(query))
+        )
 
 
 def test_reciprocal_rerank_follows_the_formula_on_real_rankings(index):

@@ -85,7 +85,9 @@ def test_node_dict_and_obj_targets_take_the_index_nodes_score():
         similarity_top_k=2,
     )
     hits = {r.node.node_id: r.score for r in root.retrieve("pointer glossary appendix")}
-    results = RecursiveRetriever("root", {"root": root}, node_dict={"glossary": target}).retrieve("pointer glossary appendix")
+    results = RecursiveRetriever("root", {"root": root}, node_dict={"glossary": target}).retrieve(
+        "pointer glossary appendix"
+    )
     got = {r.node.node_id: r.score for r in results}
     assert got == {"target": hits["ref"], "inline": hits["ref2"]}
 

@@ -30,7 +30,15 @@ def test_tiktoken_offline_matches_ids(cl100k):
     assert get_tokenizer("o200k_base").count("hello world") == 2
 
 
-@pytest.mark.parametrize("name,enc", [("gpt-4o", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-4o-mini", "o200k_base"), ("text-embedding-3-small", "cl100k_base")])
+@pytest.mark.parametrize(
+    "name,enc",
+    [
+        ("gpt-4o", "o200k_base"),
+        ("gpt-4", "cl100k_base"),
+        ("gpt-4o-mini", "o200k_base"),
+        ("text-embedding-3-small", "cl100k_base"),
+    ],
+)
 def test_model_names(name, enc):
     tok = get_tokenizer(name)
     assert isinstance(tok, TiktokenTokenizer) and tok.encoding_name == enc

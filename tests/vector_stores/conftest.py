@@ -103,7 +103,7 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         encoding="utf-8",
     )
     cmd = [_bin("milvus-server"), "--data", str(data)]
-    for opt, port in zip(_MILVUS_PORT_OPTIONS, ports):
+    for opt, port in zip(_MILVUS_PORT_OPTIONS, ports[: len(_MILVUS_PORT_OPTIONS)], strict=True):
         cmd += [f"--{opt}", str(port)]
     # shorter internal tick/poll intervals (defaults 200/1000/500 ms): "Strong" reads wait for the
     # next time tick, and loading a new collection waits for the query coordinator's checks

@@ -59,7 +59,11 @@ def filter_params() -> List[Any]:
     out = []
     for case in FILTER_CASES:
         reason = CHROMA_UNSUPPORTED.get(case[0])
-        marks = [pytest.mark.xfail(raises=UnsupportedFilterError, strict=True, reason=f"documented limitation: {reason}")] if reason else []
+        marks = (
+            [pytest.mark.xfail(raises=UnsupportedFilterError, strict=True, reason=f"documented limitation: {reason}")]
+            if reason
+            else []
+        )
         out.append(pytest.param(case, marks=marks, id=case[0]))
     return out
 
@@ -90,7 +94,8 @@ class TestChromaPersistentClient(ChromaLimitations, VectorStoreConformance):
             from ragloom.vector_stores.chroma import ChromaVectorStore
             client = chromadb.PersistentClient({str(path)!r}, settings=Settings(anonymized_telemetry=False))
             coll = client.get_or_create_collection("conformance", metadata={{"hnsw:space": "cosine"}})
-            ChromaVectorStore(chroma_collection=coll).add([node_from_json(l) for l in open("nodes.json", encoding="utf-8")])
+            with open("nodes.json", encoding="utf-8") as f:
+                ChromaVectorStore(chroma_collection=coll).add([node_from_json(line) for line in f])
         """
 
     def open_persisted(self, path: Path) -> Any:
@@ -119,14 +124,19 @@ class TestChromaServer(ChromaLimitations, VectorStoreConformance):
             from chromadb.config import Settings
             from ragloom.schema import node_from_json
             from ragloom.vector_stores.chroma import ChromaVectorStore
-            client = chromadb.HttpClient(host={self._host!r}, port={self._port}, settings=Settings(anonymized_telemetry=False))
-            coll = client.create_collection({"p" + uuid.uuid5(uuid.NAMESPACE_URL, str(path)).hex!r}, metadata={{"hnsw:space": "cosine"}})
-            ChromaVectorStore(chroma_collection=coll).add([node_from_json(l) for l in open("nodes.json", encoding="utf-8")])
+            settings = Settings(anonymized_telemetry=False)
+            client = chromadb.HttpClient(host={self._host!r}, port={self._port}, settings=settings)
+            name = {"p" + uuid.uuid5(uuid.NAMESPACE_URL, str(path)).hex!r}
+            coll = client.create_collection(name, metadata={{"hnsw:space": "cosine"}})
+            with open("nodes.json", encoding="utf-8") as f:
+                ChromaVectorStore(chroma_collection=coll).add([node_from_json(line) for line in f])
         """
 
     def open_persisted(self, path: Path) -> Any:
         client = chromadb.HttpClient(host=self._host, port=self._port, settings=no_telemetry())
-        return ChromaVectorStore(chroma_collection=client.get_collection("p" + uuid.uuid5(uuid.NAMESPACE_URL, str(path)).hex))
+        return ChromaVectorStore(
+            chroma_collection=client.get_collection("p" + uuid.uuid5(uuid.NAMESPACE_URL, str(path)).hex)
+        )
 
 
 # ------------------------------------------------------------------------------ Chroma specifics
@@ -154,7 +164,9 @@ def test_bad_arguments(tmp_path: Path) -> None:
         ChromaVectorStore(chroma_collection=coll, lock_timeout=0)
     with pytest.raises(ValueError, match="collection_name"):
         ChromaVectorStore()
-    store = ChromaVectorStore.from_params("made_here", persist_dir=str(tmp_path / "c2"), collection_kwargs={"metadata": {"hnsw:space": "cosine"}})
+    store = ChromaVectorStore.from_params(
+        "made_here", persist_dir=str(tmp_path / "c2"), collection_kwargs={"metadata": {"hnsw:space": "cosine"}}
+    )
     store.add(make_nodes(2))
     assert store.count() == 2 and store.space == "cosine"
 
@@ -164,7 +176,9 @@ def test_unsupported_filters_raise_clear_errors(local_store: Any) -> None:
     with pytest.raises(UnsupportedFilterError, match="text_match"):
         local_store.get_nodes(filters=MetadataFilters([MetadataFilter("title", "long", "text_match")]))
     with pytest.raises(UnsupportedFilterError, match="numbers only"):
-        local_store.query(VectorStoreQuery(query_embedding=[0.1] * DIM, filters=MetadataFilters([MetadataFilter("color", "b", ">")])))
+        local_store.query(
+            VectorStoreQuery(query_embedding=[0.1] * DIM, filters=MetadataFilters([MetadataFilter("color", "b", ">")]))
+        )
     with pytest.raises(ValueError, match="default"):
         local_store.query(VectorStoreQuery(query_embedding=[0.1] * DIM, mode="hybrid", query_str="x"))
     with pytest.raises(ValueError):
@@ -179,8 +193,12 @@ def test_where_clauses() -> None:
     assert where_from_filters(doc_ids=[]) == (None, True)
     assert where_from_filters(FS([F("a", 1)])) == ({"a": {"$eq": 1}}, False)
     # != requires the key to exist; mixed-type in-lists are split by type
-    assert where_from_filters(FS([F("a", 1, "!=")]))[0] == {"$and": [{"_ragloom_keys": {"$contains": "a"}}, {"a": {"$ne": 1}}]}
-    assert where_from_filters(FS([F("a", ["x", 2, 2.5], "in")]))[0] == {"$or": [{"a": {"$in": ["x"]}}, {"a": {"$in": [2.0, 2.5]}}]}
+    assert where_from_filters(FS([F("a", 1, "!=")]))[0] == {
+        "$and": [{"_ragloom_keys": {"$contains": "a"}}, {"a": {"$ne": 1}}]
+    }
+    assert where_from_filters(FS([F("a", ["x", 2, 2.5], "in")]))[0] == {
+        "$or": [{"a": {"$in": ["x"]}}, {"a": {"$in": [2.0, 2.5]}}]
+    }
 
 
 def test_metadata_flattened_for_chroma_and_nodes_round_trip(local_store: Any) -> None:
@@ -238,8 +256,9 @@ def test_writes_batched_to_chroma_max_batch_size(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     emb = rng.standard_normal((n, 8)).astype(np.float32).tolist()
     nodes = [TextNode(id_=f"n{i}", text="t", embedding=emb[i], metadata={"i": i}) for i in range(n)]
-    with pytest.raises(Exception):
-        coll.add(ids=[x.node_id for x in nodes], embeddings=emb)  # Chroma itself refuses
+    # Chroma itself refuses (an InternalError wrapping its ValueError in chromadb 1.5)
+    with pytest.raises((ValueError, chromadb.errors.ChromaError), match="max batch size"):
+        coll.add(ids=[x.node_id for x in nodes], embeddings=emb)
     store = ChromaVectorStore(chroma_collection=coll)
     store.add(nodes)
     assert store.count() == n
@@ -274,7 +293,8 @@ def _write_script(path: Path, worker: int, batches: int, per: int) -> str:
                 def _get_text_embeddings(self, texts):
                     raise AssertionError("nodes are pre-embedded")
 
-            index = VectorStoreIndex(storage_context=StorageContext.from_defaults(vector_store=store), embed_model=Unused())
+            storage_context = StorageContext.from_defaults(vector_store=store)
+            index = VectorStoreIndex(storage_context=storage_context, embed_model=Unused())
             write = index.insert_nodes
         else:
             write = store.add
@@ -293,7 +313,9 @@ def test_two_processes_write_one_persistent_collection_none_lost(tmp_path: Path)
     del coll
     batches, per = 12, 100
     procs = [
-        subprocess.Popen([sys.executable, "-c", _write_script(path, w, batches, per)], env=_sub_env(), stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", _write_script(path, w, batches, per)], env=_sub_env(), stderr=subprocess.PIPE
+        )
         for w in (1, 2)
     ]
     for p in procs:
@@ -304,11 +326,13 @@ def test_two_processes_write_one_persistent_collection_none_lost(tmp_path: Path)
         f"""
         import chromadb, json
         from chromadb.config import Settings
-        coll = chromadb.PersistentClient({str(path)!r}, settings=Settings(anonymized_telemetry=False)).get_collection("conc")
+        client = chromadb.PersistentClient({str(path)!r}, settings=Settings(anonymized_telemetry=False))
+        coll = client.get_collection("conc")
         got = coll.get(include=["embeddings"])
         missing = [i for i, e in zip(got["ids"], got["embeddings"])
                    if coll.query(query_embeddings=[e], n_results=1)["ids"][0] != [i]]
-        print(json.dumps({{"count": coll.count(), "ids": len(got["ids"]), "missing": missing[:20], "n_missing": len(missing)}}))
+        n = len(got["ids"])
+        print(json.dumps({{"count": coll.count(), "ids": n, "missing": missing[:20], "n_missing": len(missing)}}))
         """
     )
     out = subprocess.run([sys.executable, "-c", check], env=_sub_env(), capture_output=True, text=True, timeout=300)
@@ -338,7 +362,8 @@ def test_lock_timeout_names_the_holder(tmp_path: Path) -> None:
         t0 = time.monotonic()
         with pytest.raises(IndexLockedError, match=f"pid {holder.pid}"):
             store.add(make_nodes(2))
-        assert 0.3 <= time.monotonic() - t0 < 5
+        # waited lock_timeout (0.3 s), then gave up long before the holder lets go (30 s)
+        assert 0.3 <= time.monotonic() - t0 < 20
     finally:
         holder.kill()
         holder.wait()
@@ -429,9 +454,8 @@ def test_llamaindex_quickstart_script_and_reopen(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_bulk_add_100k_384d(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """100k × 384-d nodes in one add (19 Chroma batches); timings printed."""
+def test_bulk_add_100k_384d(tmp_path: Path) -> None:
+    """100k × 384-d nodes in one add (19 Chroma batches)."""
     store = ChromaVectorStore(chroma_collection=persistent_collection(tmp_path / "chroma"))
-    with capsys.disabled():
-        bulk_add_check(store, "chroma")
+    bulk_add_check(store)
     store.close()

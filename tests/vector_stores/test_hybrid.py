@@ -55,7 +55,9 @@ def test_text_search_finds_chinese_terms(store):
 
 
 def test_text_search_stems_english(store):
-    res = store.query(VectorStoreQuery(query_str="How do I declare a path parameter?", similarity_top_k=1, mode="text_search"))
+    res = store.query(
+        VectorStoreQuery(query_str="How do I declare a path parameter?", similarity_top_k=1, mode="text_search")
+    )
     assert res.ids == ["fastapi"]
 
 
@@ -126,7 +128,9 @@ def test_alpha_zero_is_keyword_order_and_needs_no_embedding(store):
 
 def test_alpha_one_is_dense_order(store):
     q = _node("fastapi").embedding
-    res = store.query(VectorStoreQuery(query_embedding=q, query_str="孙悟空", similarity_top_k=3, mode="hybrid", alpha=1.0))
+    res = store.query(
+        VectorStoreQuery(query_embedding=q, query_str="孙悟空", similarity_top_k=3, mode="hybrid", alpha=1.0)
+    )
     dense = store.query(VectorStoreQuery(query_embedding=q, similarity_top_k=3))
     assert res.ids == dense.ids
 

@@ -50,7 +50,9 @@ def test_keyword_text_has_visible_metadata_values_not_keys():
 def test_metadata_key_words_do_not_drown_query_terms():
     store = SQLiteVectorStore()
     store.add(_nodes())
-    res = store.query(VectorStoreQuery(query_str="How do I declare a path parameter?", similarity_top_k=4, mode="text_search"))
+    res = store.query(
+        VectorStoreQuery(query_str="How do I declare a path parameter?", similarity_top_k=4, mode="text_search")
+    )
     assert res.ids[0] == "path-params.md"
 
 
@@ -70,7 +72,9 @@ def test_index_of_an_older_keyword_version_is_rebuilt_on_open(tmp_path):
 
     reopened = SQLiteVectorStore(SQLiteDatabase(path, create=False))
     assert reopened.query(query).ids == ["body.md"]
-    version = reopened.database.connection.execute("SELECT version FROM fts_versions WHERE name = 'vs_default_fts'").fetchall()
+    version = reopened.database.connection.execute(
+        "SELECT version FROM fts_versions WHERE name = 'vs_default_fts'"
+    ).fetchall()
     assert version[0][0] == KEYWORD_TEXT_VERSION
     # opening a current index does not rebuild it: its rows stay as they are
     with reopened.database.transaction():

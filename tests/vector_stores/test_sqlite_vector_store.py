@@ -209,7 +209,9 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
                        for i in range(25)])
         """
     )
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(w)], env=_sub_env(), stderr=subprocess.PIPE) for w in (1, 2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(w)], env=_sub_env(), stderr=subprocess.PIPE) for w in (1, 2)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()
@@ -220,10 +222,8 @@ def test_two_processes_write_concurrently(tmp_path: Path) -> None:
         assert store.query(VectorStoreQuery(query_embedding=n.embedding, similarity_top_k=1)).ids == [n.node_id]
 
 
-def test_bulk_add_100k_384d(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    """100k × 384-d nodes in one add: must stay practical (timings printed)."""
+def test_bulk_add_100k_384d(tmp_path: Path) -> None:
+    """100k × 384-d nodes in one add (timed by benchmarks/sqlite_bulk_add.py, not here)."""
     db = SQLiteDatabase(tmp_path / "ragloom.sqlite")
-    with capsys.disabled():
-        timings = bulk_add_check(SQLiteVectorStore(db), "sqlite")
+    bulk_add_check(SQLiteVectorStore(db))
     db.close()
-    assert timings["add"] < 120

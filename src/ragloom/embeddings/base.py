@@ -79,7 +79,11 @@ class BaseEmbedding(TransformComponent):
         embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
         embed_cache: Union[None, str, "os.PathLike[str]", "EmbeddingCache"] = None,
     ) -> None:
-        if not isinstance(embed_batch_size, int) or isinstance(embed_batch_size, bool) or not 1 <= embed_batch_size <= 100_000:
+        if (
+            not isinstance(embed_batch_size, int)
+            or isinstance(embed_batch_size, bool)
+            or not 1 <= embed_batch_size <= 100_000
+        ):
             raise ValueError(f"embed_batch_size must be an int in [1, 100000], got {embed_batch_size!r}")
         self.model_name = model_name
         self.embed_batch_size = embed_batch_size
@@ -205,7 +209,8 @@ class BaseEmbedding(TransformComponent):
             return vecs
         if out.shape[1] != vecs.shape[1]:
             raise RuntimeError(
-                f"{self.class_name()}: cached vectors have dimension {out.shape[1]} but the model returned {vecs.shape[1]}"
+                f"{self.class_name()}: cached vectors have dimension {out.shape[1]} "
+                f"but the model returned {vecs.shape[1]}"
             )
         out[misses] = vecs
         return out
@@ -262,7 +267,9 @@ class BaseEmbedding(TransformComponent):
         )
         self.embed_batch_size = new
 
-    def get_text_embedding_batch(self, texts: Sequence[str], show_progress: bool = False, **kwargs: Any) -> List[Embedding]:
+    def get_text_embedding_batch(
+        self, texts: Sequence[str], show_progress: bool = False, **kwargs: Any
+    ) -> List[Embedding]:
         """Embed ``texts``; returns ``list[list[float]]`` of shape ``(len(texts), dim)`` in input order."""
         return self.get_text_embedding_batch_array(texts, show_progress=show_progress).tolist()
 
@@ -302,6 +309,6 @@ class BaseEmbedding(TransformComponent):
             vecs = self.get_text_embedding_batch_array(
                 [n.get_content(MetadataMode.EMBED) for n in todo], show_progress=show_progress
             )
-            for node, vec in zip(todo, vecs):
+            for node, vec in zip(todo, vecs, strict=True):
                 node.embedding = vec.tolist()
         return nodes

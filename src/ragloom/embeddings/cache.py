@@ -146,7 +146,8 @@ class EmbeddingCache:
         if namespace is None:
             return len(self)
         with self._lock:
-            return int(self._conn.execute("SELECT count(*) FROM embed_cache WHERE namespace = ?", (namespace,)).fetchall()[0][0])
+            rows = self._conn.execute("SELECT count(*) FROM embed_cache WHERE namespace = ?", (namespace,)).fetchall()
+            return int(rows[0][0])
 
     def clear(self, namespace: Optional[str] = None) -> None:
         """Delete all entries (or those of one namespace)."""

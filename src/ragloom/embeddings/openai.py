@@ -92,7 +92,12 @@ class OpenAIEmbedding(RemoteEmbedding):
         **kwargs: Any,
     ) -> None:
         model = model_name or model
-        api_base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_API_BASE
+        api_base = (
+            api_base
+            or os.environ.get("OPENAI_API_BASE")
+            or os.environ.get("OPENAI_BASE_URL")
+            or DEFAULT_OPENAI_API_BASE
+        )
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not api_key and (urlparse(api_base).hostname or "").endswith("api.openai.com"):
             raise ValueError("OpenAIEmbedding needs an API key for api.openai.com: pass api_key= or set OPENAI_API_KEY")

@@ -82,7 +82,9 @@ def resolve_llm(llm: Any = "default", max_tokens: Optional[int] = None) -> LLM:
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise ValueError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}")
     if not isinstance(llm, str):
-        raise ValueError(f"llm must be an LLM instance or a specification string ({LLM_SPEC_HELP}), got {type(llm).__name__}")
+        raise ValueError(
+            f"llm must be an LLM instance or a specification string ({LLM_SPEC_HELP}), got {type(llm).__name__}"
+        )
     spec = llm.strip()
     kind, sep, rest = spec.partition(":")
     kind = kind.lower()

@@ -67,7 +67,9 @@ class LLM(ABC):
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         return await asyncio.to_thread(self.chat, messages, **kwargs)
 
-    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> AsyncIterator[CompletionResponse]:
+    async def astream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> AsyncIterator[CompletionResponse]:
         pieces = await asyncio.to_thread(lambda: list(self.stream_complete(prompt, formatted, **kwargs)))
         for piece in pieces:
             yield piece
@@ -137,7 +139,9 @@ class CustomLLM(LLM):
         text = ""
         for piece in self.stream_complete(messages_to_prompt(messages), formatted=True, **kwargs):
             text += piece.delta or ""
-            yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=piece.delta, raw=piece.raw)
+            yield ChatResponse(
+                message=ChatMessage(role=MessageRole.ASSISTANT, content=text), delta=piece.delta, raw=piece.raw
+            )
 
 
 class MockLLM(CustomLLM):

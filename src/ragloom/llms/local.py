@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
+from ragloom._optional import MissingDependencyError, available
 from ragloom.llms.base import LLM
 from ragloom.llms.types import ChatMessage, ChatResponse, CompletionResponse, LLMMetadata, MessageRole
 
@@ -77,9 +78,10 @@ def smollm2_gguf_path() -> Path:
 
 
 def _check_runtime() -> None:
-    missing = [name for name in ("torch", "transformers", "gguf", "accelerate") if importlib.util.find_spec(name) is None]
+    missing = [name for name in ("torch", "transformers", "gguf", "accelerate") if not available(name)]
     if missing:
-        raise ImportError(f"local GGUF models need {', '.join(missing)}: {INSTALL_HINT}")
+        also = f"nor {', '.join(missing[1:])}" if len(missing) > 1 else ""
+        raise MissingDependencyError(missing[0], "llm", "LocalGGUF", also)
 
 
 @dataclass
@@ -201,8 +203,8 @@ class LocalGGUF(LLM):
         ValueError: an argument out of range, or (from the calls) a prompt longer than
             ``context_window - 1`` tokens once templated.
         FileNotFoundError: ``model_path`` does not exist.
-        ImportError: torch, transformers, gguf or accelerate is missing (the message says
-            what to install).
+        MissingDependencyError: (an ``ImportError``) torch, transformers, gguf or accelerate is
+            missing (the message names them and the ``llm`` extra).
     """
 
     #: True for models whose answers are only good for testing the pipeline
@@ -358,7 +360,9 @@ class LocalGGUF(LLM):
 
         ``kwargs`` go to ``model.generate`` (``max_tokens`` is accepted for ``max_new_tokens``).
         """
-        inputs = self._raw_ids(prompt) if formatted else self._chat_ids([ChatMessage(role=MessageRole.USER, content=prompt)])
+        inputs = (
+            self._raw_ids(prompt) if formatted else self._chat_ids([ChatMessage(role=MessageRole.USER, content=prompt)])
+        )
         return CompletionResponse(text=self._run(inputs, kwargs))
 
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
@@ -368,7 +372,9 @@ class LocalGGUF(LLM):
 
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Iterator[CompletionResponse]:
         """Yield the completion token by token (``delta`` new text, ``text`` all so far)."""
-        inputs = self._raw_ids(prompt) if formatted else self._chat_ids([ChatMessage(role=MessageRole.USER, content=prompt)])
+        inputs = (
+            self._raw_ids(prompt) if formatted else self._chat_ids([ChatMessage(role=MessageRole.USER, content=prompt)])
+        )
         text = ""
         for piece in self._run_stream(inputs, kwargs):
             text += piece

@@ -131,12 +131,19 @@ class Ollama(RemoteLLM):
             if self._resolved:
                 return
             try:
-                info = self.transport.post(f"{self.base_url}/api/show", {"model": self.model}, parse_ollama_show, attempts=2)
+                info = self.transport.post(
+                    f"{self.base_url}/api/show", {"model": self.model}, parse_ollama_show, attempts=2
+                )
             except LLMProviderError as exc:
                 if exc.status == 404:  # the model is not there: a request would fail the same way
                     raise
-                logger.warning("could not read %r's context length from %s: %s; assuming %d tokens",
-                               self.model, self.base_url, exc, FALLBACK_CONTEXT_WINDOW)
+                logger.warning(
+                    "could not read %r's context length from %s: %s; assuming %d tokens",
+                    self.model,
+                    self.base_url,
+                    exc,
+                    FALLBACK_CONTEXT_WINDOW,
+                )
                 info = None
             sizes = [n for n in ((info.context_length, info.num_ctx) if info else ()) if n]
             if sizes:

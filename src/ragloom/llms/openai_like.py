@@ -114,7 +114,12 @@ class OpenAILike(RemoteLLM):
             raise TypeError(f"OpenAILike got unexpected arguments: {unknown}")
         if not isinstance(temperature, (int, float)) or not 0.0 <= float(temperature) <= 2.0:
             raise ValueError(f"temperature must be in [0, 2], got {temperature!r}")
-        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_API_BASE
+        base = (
+            api_base
+            or os.environ.get("OPENAI_API_BASE")
+            or os.environ.get("OPENAI_BASE_URL")
+            or DEFAULT_OPENAI_API_BASE
+        )
         if not base.startswith(("http://", "https://")):
             raise ValueError(f"api_base must be an http(s) URL, got {base!r}")
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")

@@ -281,7 +281,9 @@ class RemoteLLM(LLM):
         text, raw = await self._apost(self._chat_request(messages, False, **kwargs), self._parse_chat)
         return self._chat_response(text, raw)
 
-    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> AsyncIterator[CompletionResponse]:
+    async def astream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> AsyncIterator[CompletionResponse]:
         """Async :meth:`stream_complete`: pieces are yielded as they arrive."""
         await self._aresolve()
         if not self._native_complete():
@@ -289,7 +291,9 @@ class RemoteLLM(LLM):
                 yield CompletionResponse(text=r.message.content, delta=r.delta, raw=r.raw)
             return
         text = ""
-        async for piece, raw in self._astream(self._complete_request(prompt, formatted, True, **kwargs), self._complete_delta):
+        async for piece, raw in self._astream(
+            self._complete_request(prompt, formatted, True, **kwargs), self._complete_delta
+        ):
             text += piece
             yield CompletionResponse(text=text, delta=piece, raw=raw)
 

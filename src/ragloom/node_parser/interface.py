@@ -191,7 +191,8 @@ class ChunkConfigMixin:
 
         Re-assigning a public attribute of a constructed parser treats the value as the
         constructor does: ``chunk_size`` / ``chunk_overlap`` are validated as a pair and stored as
-        ``int`` (so lower ``chunk_overlap`` first when lowering ``chunk_size`` below it), and
+        ``int`` (so lower ``chunk_overlap`` first when lowering ``chunk_size`` below it; ``None``
+        means "no budget" where the class allows that, never "the default" as in ``__init__``), and
         ``tokenizer`` is resolved (``None``: ``Settings.tokenizer``; a name, path or callable:
         :func:`~ragloom.tokenizers.get_tokenizer`); then :meth:`_config_changed` runs.
 

@@ -93,7 +93,9 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
         for name, value in (("top_n", top_n), ("batch_size", batch_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8):
+        if max_length is not None and (
+            isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8
+        ):
             raise ValueError(f"max_length must be an int >= 8 or None, got {max_length!r}")
         if model is None:
             raise ValueError(
@@ -108,7 +110,9 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
             try:
                 from sentence_transformers import CrossEncoder
             except ImportError as exc:  # pragma: no cover - a hard dependency
-                raise ImportError("SentenceTransformerRerank needs sentence-transformers: pip install sentence-transformers") from exc
+                raise ImportError(
+                    "SentenceTransformerRerank needs sentence-transformers: pip install sentence-transformers"
+                ) from exc
             if device is None:
                 from ragloom.embeddings.huggingface import _auto_device
 
@@ -125,7 +129,9 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
             self.device = device
         else:
             if not callable(getattr(model, "predict", None)):
-                raise ValueError(f"model must be a name, a folder or an object with predict(), got {type(model).__name__}")
+                raise ValueError(
+                    f"model must be a name, a folder or an object with predict(), got {type(model).__name__}"
+                )
             self._model = model
             self.model = type(model).__name__
             self.device = str(getattr(model, "device", device))
@@ -163,7 +169,7 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
                 "needs one score per pair (a model with num_labels=1)"
             )
         out: List[NodeWithScore] = []
-        for n, s in zip(nodes, scores.tolist()):
+        for n, s in zip(nodes, scores.tolist(), strict=True):
             node = n.node
             if self.keep_retrieval_score:
                 node = msgspec.structs.replace(node, metadata={**node.metadata, "retrieval_score": n.score})

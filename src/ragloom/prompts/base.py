@@ -48,7 +48,9 @@ def _parse(template: str) -> List[tuple]:
     try:
         pieces = list(_FORMATTER.parse(template))
     except ValueError as exc:
-        raise ValueError(f"template is not a valid format string ({exc}); write literal braces as '{{{{' and '}}}}'") from None
+        raise ValueError(
+            f"template is not a valid format string ({exc}); write literal braces as '{{{{' and '}}}}'"
+        ) from None
     for _, field, _, _ in pieces:
         if field is not None and (field == "" or field.isdigit()):
             raise ValueError(f"template has a positional field {{{field}}}; name every field, e.g. {{context_str}}")

@@ -104,7 +104,9 @@ class RetrieverQueryEngine(BaseQueryEngine):
 
     def with_retriever(self, retriever: Any) -> "RetrieverQueryEngine":
         """The same engine over another retriever."""
-        return RetrieverQueryEngine(retriever, self._response_synthesizer, self._node_postprocessors, self.callback_manager)
+        return RetrieverQueryEngine(
+            retriever, self._response_synthesizer, self._node_postprocessors, self.callback_manager
+        )
 
     def _get_prompt_modules(self) -> Dict[str, Any]:
         return {"response_synthesizer": self._response_synthesizer}
@@ -126,7 +128,11 @@ class RetrieverQueryEngine(BaseQueryEngine):
         nodes = await aretrieve(bundle) if aretrieve is not None else self._retriever.retrieve(bundle)
         for p in self._node_postprocessors:
             apost = getattr(p, "apostprocess_nodes", None)
-            nodes = await apost(nodes, query_bundle=bundle) if apost is not None else p.postprocess_nodes(nodes, query_bundle=bundle)
+            nodes = (
+                await apost(nodes, query_bundle=bundle)
+                if apost is not None
+                else p.postprocess_nodes(nodes, query_bundle=bundle)
+            )
         return list(nodes)
 
     def synthesize(
@@ -143,7 +149,9 @@ class RetrieverQueryEngine(BaseQueryEngine):
         nodes: List[NodeWithScore],
         additional_source_nodes: Optional[Sequence[NodeWithScore]] = None,
     ) -> RESPONSE_TYPE:
-        return await self._response_synthesizer.asynthesize(to_query_bundle(query_bundle), nodes, additional_source_nodes)
+        return await self._response_synthesizer.asynthesize(
+            to_query_bundle(query_bundle), nodes, additional_source_nodes
+        )
 
     def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
         nodes = self.retrieve(query_bundle)

@@ -143,21 +143,53 @@ UNSUPPORTED_FORMATS = {
 }
 
 
-def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
-    """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
-    spath = file_path_str(path)
+_Skip = Tuple[str, Optional[BaseException]]
+
+
+def _stat_skip(path: Path) -> Optional[_Skip]:
+    """``(reason, cause)`` when ``path`` is not a non-empty regular file, else ``None``."""
     try:
         st = os.stat(path)
     except FileNotFoundError as exc:
-        return [], "not found (broken link?)", exc
+        return "not found (broken link?)", exc
     except PermissionError as exc:
-        return [], "permission denied", exc
+        return "permission denied", exc
     except OSError as exc:
-        return [], f"cannot stat: {exc.strerror or exc}", exc
+        return f"cannot stat: {exc.strerror or exc}", exc
     if not stat.S_ISREG(st.st_mode):
-        return [], "not a regular file", None
+        return "not a regular file", None
     if st.st_size == 0:
-        return [], REASON_EMPTY, None
+        return REASON_EMPTY, None
+    return None
+
+
+def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) -> Union[List[Document], _Skip]:
+    """The reader's documents for ``path``, or ``(reason, cause)`` when it fails; never raises."""
+    try:
+        return list(reader.load_data(path, extra_info=dict(metadata or {})))
+    except ReaderError as exc:
+        ext = path.suffix.lower()
+        if exc.reason == REASON_BINARY and ext in UNSUPPORTED_FORMATS:
+            return f"unsupported format ({UNSUPPORTED_FORMATS[ext]}; no reader for {ext} yet)", exc
+        return exc.reason, exc
+    except PermissionError as exc:
+        return "permission denied", exc
+    except IsADirectoryError as exc:
+        return "not a regular file", exc
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}", exc
+    except MemoryError as exc:
+        return "too large to read (out of memory)", exc
+    except Exception as exc:  # a broken file must never stop the whole read
+        return f"corrupt or unreadable: {type(exc).__name__}: {exc}", exc
+
+
+def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
+    """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
+    spath = file_path_str(path)
+    skip = _stat_skip(path)
+    if skip is not None:
+        return [], skip[0], skip[1]
     try:
         metadata = ctx.file_metadata(spath) if ctx.file_metadata is not None else default_file_metadata_func(spath)
     except PermissionError as exc:
@@ -165,24 +197,10 @@ def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str],
     except Exception as exc:
         return [], f"file_metadata failed: {type(exc).__name__}: {exc}", exc
     reader = ctx.reader_for(path)
-    try:
-        docs = list(reader.load_data(path, extra_info=dict(metadata or {})))
-    except ReaderError as exc:
-        ext = path.suffix.lower()
-        if exc.reason == REASON_BINARY and ext in UNSUPPORTED_FORMATS:
-            return [], f"unsupported format ({UNSUPPORTED_FORMATS[ext]}; no reader for {ext} yet)", exc
-        return [], exc.reason, exc
-    except PermissionError as exc:
-        return [], "permission denied", exc
-    except IsADirectoryError as exc:
-        return [], "not a regular file", exc
-    except OSError as exc:
-        return [], f"cannot read: {exc.strerror or exc}", exc
-    except MemoryError as exc:
-        return [], "too large to read (out of memory)", exc
-    except Exception as exc:  # a broken file must never stop the whole read
-        return [], f"corrupt or unreadable: {type(exc).__name__}: {exc}", exc
-    docs = [d for d in docs if d.get_content().strip()]
+    loaded = _load(reader, path, metadata)
+    if isinstance(loaded, tuple):
+        return [], loaded[0], loaded[1]
+    docs = [d for d in loaded if d.get_content().strip()]
     if not docs:
         return [], REASON_EMPTY, None
     assign = not getattr(reader, "assigns_ids", False)
@@ -204,6 +222,52 @@ def _read_one_for_pool(args: Tuple[Path, _Context]) -> Tuple[List[Document], Opt
     path, ctx = args
     docs, reason, cause = _read_one(path, ctx)
     return docs, reason, (f"{type(cause).__name__}: {cause}" if cause is not None else None)
+
+
+def _check_codec_args(errors: Any, encoding: Optional[str]) -> None:
+    """``ValueError`` unless ``errors`` names a codec error handler and ``encoding`` (if given) a codec."""
+    if not isinstance(errors, str):
+        raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}")
+    try:
+        codecs.lookup_error(errors)
+    except LookupError:
+        raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}") from None
+    if encoding is not None:
+        try:
+            codecs.lookup(encoding)
+        except (LookupError, TypeError):
+            raise ValueError(f"encoding {encoding!r} is not a known codec") from None
+
+
+def _check_selection_args(
+    exclude: Optional[Sequence[str]],
+    required_exts: Optional[Sequence[str]],
+    file_extractor: Optional[Mapping[str, BaseReader]],
+    file_metadata: Optional[Callable[[str], Dict[str, Any]]],
+) -> None:
+    """``ValueError`` for a malformed ``exclude``/``required_exts``/``file_extractor``/``file_metadata``."""
+    if exclude is not None and not all(isinstance(p, str) for p in exclude):
+        raise ValueError("exclude must be a list of glob pattern strings")
+    if required_exts is not None and not all(isinstance(e, str) and e.strip(".") for e in required_exts):
+        raise ValueError("required_exts must be a list of extensions such as ['.md', '.txt']")
+    if file_extractor is not None:
+        for ext, rdr in file_extractor.items():
+            if not isinstance(ext, str) or not callable(getattr(rdr, "load_data", None)):
+                raise ValueError(
+                    "file_extractor must map extensions such as '.pdf' to readers with load_data(file, extra_info)"
+                )
+    if file_metadata is not None and not callable(file_metadata):
+        raise ValueError("file_metadata must be a callable path -> dict")
+
+
+def _existing_dir(input_dir: PathLike) -> Path:
+    """``input_dir`` as an absolute path; ``FileNotFoundError``/``NotADirectoryError`` otherwise."""
+    d = Path(os.path.abspath(os.fspath(input_dir)))
+    if not d.exists():
+        raise FileNotFoundError(f"input_dir does not exist: {d}")
+    if not d.is_dir():
+        raise NotADirectoryError(f"input_dir is not a directory: {d}")
+    return d
 
 
 class SimpleDirectoryReader:
@@ -267,47 +331,21 @@ class SimpleDirectoryReader:
     ) -> None:
         if (input_dir is None) == (input_files is None):
             raise ValueError("give exactly one of input_dir and input_files")
-        if not isinstance(errors, str):
-            raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}")
-        try:
-            codecs.lookup_error(errors)
-        except LookupError:
-            raise ValueError(f"errors must be {_VALID_ERRORS_HINT}; got {errors!r}") from None
-        if encoding is not None:
-            try:
-                codecs.lookup(encoding)
-            except (LookupError, TypeError):
-                raise ValueError(f"encoding {encoding!r} is not a known codec") from None
+        _check_codec_args(errors, encoding)
         if num_files_limit is not None and (
             isinstance(num_files_limit, bool) or not isinstance(num_files_limit, int) or num_files_limit <= 0
         ):
             raise ValueError(f"num_files_limit must be a positive int or None; got {num_files_limit!r}")
         if isinstance(exclude, str):
             exclude = [exclude]
-        if exclude is not None and not all(isinstance(p, str) for p in exclude):
-            raise ValueError("exclude must be a list of glob pattern strings")
         if isinstance(required_exts, str):
             required_exts = [required_exts]
-        if required_exts is not None and not all(isinstance(e, str) and e.strip(".") for e in required_exts):
-            raise ValueError("required_exts must be a list of extensions such as ['.md', '.txt']")
-        if file_extractor is not None:
-            for ext, rdr in file_extractor.items():
-                if not isinstance(ext, str) or not callable(getattr(rdr, "load_data", None)):
-                    raise ValueError(
-                        "file_extractor must map extensions such as '.pdf' to readers with load_data(file, extra_info)"
-                    )
-        if file_metadata is not None and not callable(file_metadata):
-            raise ValueError("file_metadata must be a callable path -> dict")
+        _check_selection_args(exclude, required_exts, file_extractor, file_metadata)
 
         self.input_dir: Optional[Path] = None
         self.input_files: List[Path] = []
         if input_dir is not None:
-            d = Path(os.path.abspath(os.fspath(input_dir)))
-            if not d.exists():
-                raise FileNotFoundError(f"input_dir does not exist: {d}")
-            if not d.is_dir():
-                raise NotADirectoryError(f"input_dir is not a directory: {d}")
-            self.input_dir = d
+            self.input_dir = _existing_dir(input_dir)
         else:
             assert input_files is not None
             if isinstance(input_files, (str, os.PathLike)):
@@ -473,7 +511,9 @@ class SimpleDirectoryReader:
             ReaderError: only with ``raise_on_error=True``, for the first unreadable file.
             ValueError: ``num_workers`` is not a positive int.
         """
-        if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1):
+        if num_workers is not None and (
+            isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1
+        ):
             raise ValueError(f"num_workers must be a positive int or None; got {num_workers!r}")
         if not num_workers or num_workers == 1:
             return [d for docs in self.iter_data(show_progress=show_progress) for d in docs]
@@ -489,7 +529,7 @@ class SimpleDirectoryReader:
         with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files)))) as pool:
             results = pool.map(_read_one_for_pool, [(p, self._ctx) for p in files])
             for path, (docs, reason, cause) in tqdm(
-                zip(files, results), total=len(files), desc="Loading files", unit="file", disable=not show
+                zip(files, results, strict=True), total=len(files), desc="Loading files", unit="file", disable=not show
             ):
                 self._record(report, path, docs, reason, None if cause is None else RuntimeError(cause))
                 out.extend(docs)

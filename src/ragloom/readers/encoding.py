@@ -234,55 +234,79 @@ def decode_bytes_counted(
     ``replacements`` counts the U+FFFD characters the lossy fallback inserted (0 when the
     bytes decoded strictly or the codec was forced).  Same arguments and errors."""
     if encoding is not None:
-        enc = _canonical(encoding)
-        bom = _bom_encoding(data)
-        if bom is not None and _canonical(bom[0]) == enc:
-            data = data[bom[1]:]
-        elif enc in ("utf-16", "utf-32"):  # these codecs consume their own BOM
-            pass
-        text = data.decode(enc, errors)
-        if enc == "utf-8" and text.startswith("\ufeff"):
-            text = text[1:]
-        return text, enc, 0
-
+        return _decode_forced(data, encoding, errors)
     bom = _bom_encoding(data)
     if bom is not None:
-        enc, n = bom
-        try:
-            return data[n:].decode(enc, errors), enc, 0
-        except UnicodeDecodeError:
-            lossy = _decode_lossy(data[n:], (enc,), errors)
-            if lossy is None:
-                raise
-            return lossy
-
-    sample = data[:_SAMPLE_BYTES]
-    if b"\x00" in sample:
-        # Only UTF-16/32 without a BOM explains NUL bytes in text.
-        enc = detect_encoding(data)
-        if enc is None or not enc.startswith(("utf_16", "utf_32", "utf-16", "utf-32")):
-            raise BinaryContentError("NUL bytes")
-        try:
-            text = data.decode(enc, "strict")
-        except UnicodeDecodeError as exc:
-            raise BinaryContentError("NUL bytes") from exc
-        if _looks_binary(text):
-            raise BinaryContentError("control characters")
-        return text, enc, 0
-
+        return _decode_after_bom(data, bom, errors)
+    if b"\x00" in data[:_SAMPLE_BYTES]:
+        return _decode_with_nul(data)
     if declared:
-        dec = _canonical(declared)
-        if dec in _GB_FAMILY:
-            dec = "gb18030"
-        if not dec.startswith(("utf_16", "utf_32")):
-            try:
-                text = data.decode(dec, "strict")
-            except (UnicodeDecodeError, LookupError):
-                logger.debug("declared encoding %r does not fit; detecting", declared)
-            else:
-                if not _looks_binary(text):
-                    return text, dec, 0
+        found = _decode_declared(data, declared)
+        if found is not None:
+            return found
+    found = _decode_utf8(data, errors)
+    if found is not None:
+        return found
+    return _decode_detected(data, errors)
 
+
+_Decoded = Tuple[str, str, int]
+
+
+def _decode_forced(data: bytes, encoding: str, errors: str) -> _Decoded:
+    enc = _canonical(encoding)
+    bom = _bom_encoding(data)
+    if bom is not None and _canonical(bom[0]) == enc:
+        data = data[bom[1]:]
+    # (utf-16 and utf-32 consume their own BOM)
+    text = data.decode(enc, errors)
+    if enc == "utf-8" and text.startswith("\ufeff"):
+        text = text[1:]
+    return text, enc, 0
+
+
+def _decode_after_bom(data: bytes, bom: Tuple[str, int], errors: str) -> _Decoded:
+    enc, n = bom
+    try:
+        return data[n:].decode(enc, errors), enc, 0
+    except UnicodeDecodeError:
+        lossy = _decode_lossy(data[n:], (enc,), errors)
+        if lossy is None:
+            raise
+        return lossy
+
+
+def _decode_with_nul(data: bytes) -> _Decoded:
+    # Only UTF-16/32 without a BOM explains NUL bytes in text.
+    enc = detect_encoding(data)
+    if enc is None or not enc.startswith(("utf_16", "utf_32", "utf-16", "utf-32")):
+        raise BinaryContentError("NUL bytes")
+    try:
+        text = data.decode(enc, "strict")
+    except UnicodeDecodeError as exc:
+        raise BinaryContentError("NUL bytes") from exc
+    if _looks_binary(text):
+        raise BinaryContentError("control characters")
+    return text, enc, 0
+
+
+def _decode_declared(data: bytes, declared: str) -> Optional[_Decoded]:
+    """The text in the content's own ``declared`` encoding, or ``None`` when it does not fit."""
+    dec = _canonical(declared)
+    if dec in _GB_FAMILY:
+        dec = "gb18030"
+    if dec.startswith(("utf_16", "utf_32")):
+        return None
+    try:
+        text = data.decode(dec, "strict")
+    except (UnicodeDecodeError, LookupError):
+        logger.debug("declared encoding %r does not fit; detecting", declared)
+        return None
+    return None if _looks_binary(text) else (text, dec, 0)
+
+
+def _decode_utf8(data: bytes, errors: str) -> Optional[_Decoded]:
+    """The text as UTF-8 (strict, or lossy when only the last character is cut), else ``None``."""
     try:
         text = data.decode("utf-8", "strict")
     except UnicodeDecodeError as exc:
@@ -290,14 +314,15 @@ def decode_bytes_counted(
         # for mostly-ASCII text (mojibake), so take UTF-8 when everything before the cut
         # decodes and holds multi-byte sequences (chance in a legacy encoding is negligible).
         if exc.reason == "unexpected end of data" and not data[: exc.start].isascii():
-            lossy = _decode_lossy(data, ("utf-8",), errors)
-            if lossy is not None:
-                return lossy
-    else:
-        if _looks_binary(text):
-            raise BinaryContentError("control characters")
-        return text, "utf-8", 0
+            return _decode_lossy(data, ("utf-8",), errors)
+        return None
+    if _looks_binary(text):
+        raise BinaryContentError("control characters")
+    return text, "utf-8", 0
 
+
+def _decode_detected(data: bytes, errors: str) -> _Decoded:
+    """charset-normalizer's guess, then the lossy fallback; ``BinaryContentError`` if nothing fits."""
     enc = detect_encoding(data)
     if enc is not None:
         try:

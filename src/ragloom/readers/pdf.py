@@ -59,6 +59,18 @@ class PDFReader(BaseReader):
     def __init__(self, password: Optional[str] = None) -> None:
         self.password = password
 
+    def _decrypt(self, reader: Any, path: str, dependency_error: type) -> None:
+        """Open an encrypted PDF with the empty password, then ``password``; ``ReaderError`` if neither works."""
+        for pw in ("", self.password):
+            if pw is None:
+                continue
+            try:
+                if reader.decrypt(pw):
+                    return
+            except dependency_error as exc:
+                raise ReaderError(path, f"encrypted (AES; install 'cryptography' to read): {exc}", exc) from exc
+        raise ReaderError(path, REASON_ENCRYPTED)
+
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
         import pypdf
         from pypdf.errors import DependencyError, FileNotDecryptedError, PdfReadError
@@ -72,26 +84,10 @@ class PDFReader(BaseReader):
             try:
                 reader = pypdf.PdfReader(str(file))
                 if reader.is_encrypted:
-                    ok = False
-                    for pw in ("", self.password):
-                        if pw is None:
-                            continue
-                        try:
-                            ok = bool(reader.decrypt(pw))
-                        except DependencyError as exc:
-                            raise ReaderError(path, f"encrypted (AES; install 'cryptography' to read): {exc}", exc)
-                        if ok:
-                            break
-                    if not ok:
-                        raise ReaderError(path, REASON_ENCRYPTED)
+                    self._decrypt(reader, path, DependencyError)
                 pages = reader.pages
                 total = len(pages)
-                try:
-                    labels = list(reader.page_labels)
-                except Exception:  # malformed label tree: fall back to 1-based numbers
-                    labels = []
-                if len(labels) != total:
-                    labels = [str(i + 1) for i in range(total)]
+                labels = _page_labels(reader, total)
             except ReaderError:
                 raise
             except FileNotDecryptedError as exc:
@@ -131,3 +127,14 @@ class PDFReader(BaseReader):
             return docs
         finally:
             pypdf_logger.removeFilter(dedupe)
+
+
+def _page_labels(reader: Any, total: int) -> List[str]:
+    """The PDF's page labels, or ``"1"``, ``"2"`` … when it has none or a malformed label tree."""
+    try:
+        labels = list(reader.page_labels)
+    except Exception:  # malformed label tree: fall back to 1-based numbers
+        labels = []
+    if len(labels) != total:
+        labels = [str(i + 1) for i in range(total)]
+    return labels

@@ -77,7 +77,8 @@ class TextReader(BaseReader):
     The document's metadata gets ``encoding`` (the codec used), hidden from embed and
     LLM views.  Markdown files also get ``document_title`` (their first H1, see
     :func:`~ragloom.readers.markdown.markdown_title`), visible to both, so every chunk of
-    the file carries its title into the embedding and the keyword index.  ``text`` is the file's characters with newlines normalised to ``\\n``.
+    the file carries its title into the embedding and the keyword index.  ``text`` is the
+    file's characters with newlines normalised to ``\\n``.
 
     Raises:
         ReaderError: ``"binary file"``, ``"empty"`` (no non-whitespace character) or a

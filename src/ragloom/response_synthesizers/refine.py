@@ -59,7 +59,9 @@ class Refine(BaseSynthesizer):
         self._set_prompt("text_qa_template", text_qa_template)
         self._set_prompt("refine_template", refine_template)
 
-    def _plan(self, query_str: str, text_chunks: Sequence[str], prev_response: Optional[str] = None, **kwargs: Any) -> Plan:
+    def _plan(
+        self, query_str: str, text_chunks: Sequence[str], prev_response: Optional[str] = None, **kwargs: Any
+    ) -> Plan:
         helper, llm = self.prompt_helper, self._llm
         answer: Optional[str] = prev_response
         chunks = [c for c in text_chunks if c and c.strip()]
@@ -93,7 +95,9 @@ class CompactAndRefine(Refine):
     Arguments as :class:`Refine`.
     """
 
-    def _plan(self, query_str: str, text_chunks: Sequence[str], prev_response: Optional[str] = None, **kwargs: Any) -> Plan:
+    def _plan(
+        self, query_str: str, text_chunks: Sequence[str], prev_response: Optional[str] = None, **kwargs: Any
+    ) -> Plan:
         packed = self._compact(query_str, text_chunks)
         return (yield from super()._plan(query_str, packed, prev_response=prev_response, **kwargs))
 

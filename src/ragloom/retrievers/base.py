@@ -11,7 +11,15 @@ QueryType = Union[str, QueryBundle]
 
 
 class BaseRetriever(ABC):
-    """Base class of retrievers (LlamaIndex's ``retrieve`` / ``aretrieve``)."""
+    """Base class of retrievers (LlamaIndex's ``retrieve`` / ``aretrieve``).
+
+    Subclasses implement :meth:`_retrieve`; instantiating a subclass that does not raises
+    ``TypeError``.
+    """
+
+    @abstractmethod
+    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        """Nodes most relevant to ``query_bundle`` (already checked to be non-empty), best first."""
 
     def retrieve(self, str_or_query_bundle: QueryType) -> List[NodeWithScore]:
         """Nodes most relevant to the query, best first.
@@ -34,6 +42,3 @@ class BaseRetriever(ABC):
 def _check_not_empty(bundle: QueryBundle) -> None:
     if bundle.embedding is None and not (bundle.query_str or "").strip():
         raise ValueError("the query is empty: pass a non-empty query string (or a QueryBundle with an embedding)")
-
-    @abstractmethod
-    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]: ...

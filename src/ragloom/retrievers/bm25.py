@@ -168,7 +168,8 @@ def _check_compat_args(
         raise ValueError("stemmer must be None: ragloom always uses its analyzer's Snowball English stemmer")
     if language is not None and str(language).lower() not in _LANGUAGES:
         raise ValueError(
-            f"language must be one of {sorted(_LANGUAGES)} (analysis is automatic for Chinese and English), got {language!r}"
+            f"language must be one of {sorted(_LANGUAGES)} (analysis is automatic for Chinese and English), "
+            f"got {language!r}"
         )
     if skip_stemming:
         raise ValueError("skip_stemming must be False: the keyword index is built with stemmed English words")
@@ -378,5 +379,7 @@ class BM25Retriever(BaseRetriever):
             assert self._keyword_index is not None
             rows = self._keyword_index.search(query_bundle.query_str, k, filters=self.filters)
             out = [NodeWithScore(node=node_from_json(data), score=score) for _, data, score in rows]
-        logger.log(logging.INFO if self._verbose else logging.DEBUG, "BM25 %r: %d hits", query_bundle.query_str, len(out))
+        logger.log(
+            logging.INFO if self._verbose else logging.DEBUG, "BM25 %r: %d hits", query_bundle.query_str, len(out)
+        )
         return out

@@ -214,7 +214,7 @@ class QueryFusionRetriever(BaseRetriever):
                 outs = list(pool.map(lambda t: self._retrievers[t[1]].retrieve(t[2]), tasks))
         else:
             outs = [self._retrievers[ri].retrieve(q) for _, ri, q in tasks]
-        return {(qi, ri): list(out) for (qi, ri, _), out in zip(tasks, outs)}
+        return {(qi, ri): list(out) for (qi, ri, _), out in zip(tasks, outs, strict=True)}
 
     async def _arun(self, queries: List[QueryBundle]) -> Dict[Tuple[int, int], List[NodeWithScore]]:
         tasks = self._tasks(queries)
@@ -227,7 +227,7 @@ class QueryFusionRetriever(BaseRetriever):
             return list(await asyncio.to_thread(r.retrieve, q))
 
         outs = await asyncio.gather(*(one(ri, q) for _, ri, q in tasks))
-        return {(qi, ri): out for (qi, ri, _), out in zip(tasks, outs)}
+        return {(qi, ri): out for (qi, ri, _), out in zip(tasks, outs, strict=True)}
 
     def _fuse(self, results: Dict[Tuple[int, int], List[NodeWithScore]], num_queries: int) -> List[NodeWithScore]:
         rankings: List[List[Tuple[str, Optional[float]]]] = []

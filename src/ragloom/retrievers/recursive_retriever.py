@@ -155,7 +155,8 @@ class RecursiveRetriever(BaseRetriever):
         answer = str(response) if answer is None else str(answer)
         self._log("query engine %r answered: %s", query_id, answer)
         text = self._query_response_tmpl.format(query_str=query_bundle.query_str, response=answer)
-        return [NodeWithScore(node=TextNode(text=text), score=score)], list(getattr(response, "source_nodes", None) or [])
+        sources = list(getattr(response, "source_nodes", None) or [])
+        return [NodeWithScore(node=TextNode(text=text), score=score)], sources
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         return self._retrieve_rec(query_bundle)[0]

@@ -21,8 +21,9 @@ class VectorIndexRetriever(BaseRetriever):
     keyword side covers both.  When ``alpha`` is not given it is chosen per query: 0.5, or 0
     (keyword only, no query embedding) for a mostly-CJK query when the embed model is not
     multilingual — measured on CMRC2018, any dense weight from an English-only model lowers
-    nDCG@10 below BM25's 0.980 (``benchmarks/retrieval_quality.py``).  Pass ``vector_store_query_mode="default"`` for dense-only search, as in
-    LlamaIndex, or ``"text_search"`` for BM25 only.
+    nDCG@10 below BM25's 0.980 (``benchmarks/retrieval_quality.py``).  Pass
+    ``vector_store_query_mode="default"`` for dense-only search, as in LlamaIndex, or
+    ``"text_search"`` for BM25 only.
 
     Args:
         index: the index to search.
@@ -63,7 +64,9 @@ class VectorIndexRetriever(BaseRetriever):
             self.vector_store_query_mode = VectorStoreQueryMode(vector_store_query_mode)
         except ValueError:
             allowed = ", ".join(m.value for m in VectorStoreQueryMode)
-            raise ValueError(f"vector_store_query_mode must be one of {allowed}, got {vector_store_query_mode!r}") from None
+            raise ValueError(
+                f"vector_store_query_mode must be one of {allowed}, got {vector_store_query_mode!r}"
+            ) from None
         if alpha is not None and not 0.0 <= float(alpha) <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
         self.alpha = alpha

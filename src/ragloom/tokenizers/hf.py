@@ -32,7 +32,9 @@ class HFTokenizer:
             tok = _HFTok.from_str(tokenizer.to_str())  # copy: never change the caller's object
             default_name = "hf:tokenizer"
         else:
-            raise ValueError(f"HFTokenizer needs a tokenizer.json path or tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+            raise ValueError(
+                f"HFTokenizer needs a tokenizer.json path or tokenizers.Tokenizer, got {type(tokenizer).__name__}"
+            )
         tok.no_truncation()
         tok.no_padding()
         self._tok = tok

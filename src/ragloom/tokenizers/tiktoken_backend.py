@@ -121,7 +121,9 @@ class TiktokenTokenizer:
             return []
         if len(texts) < 8:
             return [len(self.encoding.encode_ordinary(t)) for t in texts]
-        return [len(t) for t in self.encoding.encode_ordinary_batch(list(texts), num_threads=min(8, os.cpu_count() or 1))]
+        return [
+            len(t) for t in self.encoding.encode_ordinary_batch(list(texts), num_threads=min(8, os.cpu_count() or 1))
+        ]
 
     def encode(self, text: str) -> List[int]:
         return self.encoding.encode_ordinary(text) if text else []
@@ -189,7 +191,7 @@ class TiktokenTokenizer:
     def encode_offsets(self, text: str) -> List[Tuple[int, int]]:
         ids = self.encode(text)
         s, e = self._starts_ends(text, ids)
-        return list(zip(s.tolist(), e.tolist()))
+        return list(zip(s.tolist(), e.tolist(), strict=True))
 
     def encode_offsets_batch(self, texts: Sequence[str]) -> List[List[Tuple[int, int]]]:
         return [self.encode_offsets(t) for t in texts]

@@ -72,6 +72,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
+from ragloom._optional import require
 from ragloom.errors import IndexLockedError
 from ragloom.schema import BaseNode, MetadataMode
 from ragloom.storage.lock import IndexLock
@@ -187,11 +188,7 @@ def where_from_filters(
 
 # ---------------------------------------------------------------------------- the store
 def _import_chromadb() -> Any:
-    try:
-        import chromadb
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("ChromaVectorStore needs chromadb: pip install 'ragloom[chroma]'") from exc
-    return chromadb
+    return require("chromadb", "chroma", "ChromaVectorStore")
 
 
 class _DirLock(IndexLock):
@@ -235,7 +232,7 @@ class ChromaVectorStore(BasePydanticVectorStore):
     Raises:
         ValueError: neither a collection nor enough to open one; ``batch_size`` outside
             ``[1, max batch size]``; ``lock_timeout`` <= 0.
-        ImportError: chromadb is not installed (extra ``ragloom[chroma]``).
+        MissingDependencyError: (an ``ImportError``) chromadb is not installed (extra ``ragloom[chroma]``).
     """
 
     stores_text: bool = True
@@ -260,7 +257,9 @@ class ChromaVectorStore(BasePydanticVectorStore):
         if chroma_collection is None:
             chromadb = _import_chromadb()
             if not collection_name:
-                raise ValueError("ChromaVectorStore needs chroma_collection, or collection_name with persist_dir or host")
+                raise ValueError(
+                    "ChromaVectorStore needs chroma_collection, or collection_name with persist_dir or host"
+                )
             if persist_dir is not None:
                 client = chromadb.PersistentClient(path=str(persist_dir))
             elif host is not None:
@@ -282,7 +281,9 @@ class ChromaVectorStore(BasePydanticVectorStore):
         if batch_size is None:
             batch_size = max_batch
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or not 1 <= batch_size <= max_batch:
-            raise ValueError(f"batch_size must be an int in [1, {max_batch}] (the client's maximum), got {batch_size!r}")
+            raise ValueError(
+                f"batch_size must be an int in [1, {max_batch}] (the client's maximum), got {batch_size!r}"
+            )
         self.batch_size = batch_size
         self.space = _space_of(chroma_collection)
         settings = getattr(getattr(api, "_system", None), "settings", None)
@@ -628,7 +629,10 @@ class ChromaVectorStore(BasePydanticVectorStore):
         def run(coll: Any) -> Any:
             dim = self._dimension(coll)
             if dim is not None and q.shape[0] != dim:
-                raise ValueError(f"query embedding has dimension {q.shape[0]}, but this Chroma collection holds {dim}-dimensional vectors")
+                raise ValueError(
+                    f"query embedding has dimension {q.shape[0]}, "
+                    f"but this Chroma collection holds {dim}-dimensional vectors"
+                )
             if dim is None:
                 return None
             return coll.query(

@@ -57,6 +57,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import msgspec
 import numpy as np
 
+from ragloom._optional import require
 from ragloom.schema import BaseNode, MetadataMode
 from ragloom.vector_stores.types import (
     BasePydanticVectorStore,
@@ -192,11 +193,7 @@ def expr_from_filters(
 
 # ---------------------------------------------------------------------------- the store
 def _import_pymilvus() -> Any:
-    try:
-        import pymilvus
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError("MilvusVectorStore needs pymilvus: pip install 'ragloom[milvus]'") from exc
-    return pymilvus
+    return require("pymilvus", "milvus", "MilvusVectorStore")
 
 
 class MilvusVectorStore(BasePydanticVectorStore):
@@ -222,7 +219,7 @@ class MilvusVectorStore(BasePydanticVectorStore):
     Raises:
         ValueError: an argument outside the ranges above; an existing collection whose fields
             are not this store's layout.
-        ImportError: pymilvus is not installed (extra ``ragloom[milvus]``).
+        MissingDependencyError: (an ``ImportError``) pymilvus is not installed (extra ``ragloom[milvus]``).
         pymilvus.MilvusException: the server cannot be reached or refuses.
     """
 
@@ -251,7 +248,11 @@ class MilvusVectorStore(BasePydanticVectorStore):
         db_name: str = "",
         **kwargs: Any,
     ) -> None:
-        for arg, value in (("collection_name", collection_name), ("embedding_field", embedding_field), ("doc_id_field", doc_id_field)):
+        for arg, value in (
+            ("collection_name", collection_name),
+            ("embedding_field", embedding_field),
+            ("doc_id_field", doc_id_field),
+        ):
             if not isinstance(value, str) or not _NAME_RE.match(value):
                 raise ValueError(f"{arg} must match [A-Za-z_][A-Za-z0-9_]{{0,254}}, got {value!r}")
         if len({embedding_field, doc_id_field, ID_FIELD, TEXT_FIELD, NODE_FIELD, METADATA_FIELD}) != 6:
@@ -284,7 +285,9 @@ class MilvusVectorStore(BasePydanticVectorStore):
         self.timeout = timeout
         self._dim_arg = dim
         self._dim: Optional[int] = None
-        self._client = pymilvus.MilvusClient(uri=uri, token=token, user=user, password=password, db_name=db_name, timeout=timeout)
+        self._client = pymilvus.MilvusClient(
+            uri=uri, token=token, user=user, password=password, db_name=db_name, timeout=timeout
+        )
         if overwrite and self._client.has_collection(collection_name):
             self._client.drop_collection(collection_name)
         if self._client.has_collection(collection_name):
@@ -318,7 +321,9 @@ class MilvusVectorStore(BasePydanticVectorStore):
         if dim is None:
             raise ValueError(f"field {self.embedding_field!r} of {self.collection_name!r} is not a float vector field")
         if self._dim_arg is not None and self._dim_arg != dim:
-            raise ValueError(f"dim={self._dim_arg} but collection {self.collection_name!r} holds {dim}-dimensional vectors")
+            raise ValueError(
+                f"dim={self._dim_arg} but collection {self.collection_name!r} holds {dim}-dimensional vectors"
+            )
         self._dim = dim
         state = self._client.get_load_state(self.collection_name)
         if "Loaded" not in str(state.get("state", "")):
@@ -364,7 +369,9 @@ class MilvusVectorStore(BasePydanticVectorStore):
     def count(self) -> int:
         if not self._exists():
             return 0
-        rows = self._client.query(self.collection_name, filter="", output_fields=["count(*)"], consistency_level=self.consistency_level)
+        rows = self._client.query(
+            self.collection_name, filter="", output_fields=["count(*)"], consistency_level=self.consistency_level
+        )
         return int(rows[0]["count(*)"]) if rows else 0
 
     def __len__(self) -> int:
@@ -395,7 +402,10 @@ class MilvusVectorStore(BasePydanticVectorStore):
                     )
             size = len(msgspec.json.encode(filterable_metadata(node.metadata)))
             if size > MAX_JSON_BYTES:
-                raise ValueError(f"node {node.node_id}: its metadata is {size} bytes of JSON; Milvus JSON fields hold at most {MAX_JSON_BYTES}")
+                raise ValueError(
+                    f"node {node.node_id}: its metadata is {size} bytes of JSON; "
+                    f"Milvus JSON fields hold at most {MAX_JSON_BYTES}"
+                )
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
         """Upsert nodes (replacing any with the same id); return their ids.
@@ -422,7 +432,7 @@ class MilvusVectorStore(BasePydanticVectorStore):
         vectors = matrix.tolist()
         rows: List[Dict[str, Any]] = []
         size = 0
-        for node, vec in zip(batch, vectors):
+        for node, vec in zip(batch, vectors, strict=True):
             row = {
                 ID_FIELD: node.node_id,
                 self.embedding_field: vec,
@@ -479,7 +489,9 @@ class MilvusVectorStore(BasePydanticVectorStore):
     # -- reads ------------------------------------------------------------------------------
     def _node(self, row: Dict[str, Any], with_embedding: bool) -> BaseNode:
         entity = row.get("entity", row)
-        node = metadata_dict_to_node({NODE_FIELD: entity.get(NODE_FIELD)}, text=entity.get(TEXT_FIELD), node_id=row.get(ID_FIELD))
+        node = metadata_dict_to_node(
+            {NODE_FIELD: entity.get(NODE_FIELD)}, text=entity.get(TEXT_FIELD), node_id=row.get(ID_FIELD)
+        )
         if with_embedding and entity.get(self.embedding_field) is not None:
             node.embedding = np.asarray(entity[self.embedding_field], dtype=np.float32).tolist()
         return node
@@ -521,8 +533,15 @@ class MilvusVectorStore(BasePydanticVectorStore):
         last: Optional[str] = None
         while True:
             page_expr = expr if last is None else f"({ID_FIELD} > {_lit(last)})" + (f" and ({expr})" if expr else "")
-            rows = self._client.query(self.collection_name, filter=page_expr, output_fields=fields, limit=_PAGE,
-                                      consistency_level=self.consistency_level, iterator="True", reduce_stop_for_best="True")
+            rows = self._client.query(
+                self.collection_name,
+                filter=page_expr,
+                output_fields=fields,
+                limit=_PAGE,
+                consistency_level=self.consistency_level,
+                iterator="True",
+                reduce_stop_for_best="True",
+            )
             if not rows:
                 break
             rows.sort(key=lambda r: r[ID_FIELD])
@@ -548,11 +567,16 @@ class MilvusVectorStore(BasePydanticVectorStore):
             raise ValueError(f"similarity_top_k must be <= {MAX_TOP_K} for Milvus, got {k}")
         q = np.asarray(query.query_embedding, dtype=np.float32).reshape(-1)
         empty = VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        expr = expr_from_filters(query.filters, doc_ids=query.doc_ids, node_ids=query.node_ids, doc_id_field=self.doc_id_field)
+        expr = expr_from_filters(
+            query.filters, doc_ids=query.doc_ids, node_ids=query.node_ids, doc_id_field=self.doc_id_field
+        )
         if not self._exists():
             return empty
         if q.shape[0] != self._dim:
-            raise ValueError(f"query embedding has dimension {q.shape[0]}, but collection {self.collection_name!r} holds {self._dim}-dimensional vectors")
+            raise ValueError(
+                f"query embedding has dimension {q.shape[0]}, "
+                f"but collection {self.collection_name!r} holds {self._dim}-dimensional vectors"
+            )
         if k <= 0 or expr is None:
             return empty
         params = dict(self.search_config)
@@ -569,7 +593,7 @@ class MilvusVectorStore(BasePydanticVectorStore):
             consistency_level=self.consistency_level,
         )[0]
         ids = [str(h[ID_FIELD] if ID_FIELD in h else h["id"]) for h in hits]
-        nodes = [self._node({**h, ID_FIELD: i}, False) for h, i in zip(hits, ids)]
+        nodes = [self._node({**h, ID_FIELD: i}, False) for h, i in zip(hits, ids, strict=True)]
         sims = [float(h["distance"]) for h in hits]
         return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
 

@@ -75,6 +75,8 @@ _BATCH = 2000
 #: Weight of the dense side in hybrid queries when ``VectorStoreQuery.alpha`` is None
 #: (LlamaIndex's meaning: 1 = dense only, 0 = keyword only).
 DEFAULT_HYBRID_ALPHA = 0.5
+#: Where :meth:`SQLiteVectorStore.persist` writes when given no path (LlamaIndex's ``./storage``).
+DEFAULT_PERSIST_PATH = os.path.join("./storage", DEFAULT_DB_NAME)
 
 
 class SQLiteVectorStore(BasePydanticVectorStore):
@@ -109,7 +111,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     # -- construction ------------------------------------------------------------------
     @classmethod
-    def from_persist_path(cls, persist_path: Union[str, "os.PathLike[str]"], collection: str = "default") -> "SQLiteVectorStore":
+    def from_persist_path(
+        cls, persist_path: Union[str, "os.PathLike[str]"], collection: str = "default"
+    ) -> "SQLiteVectorStore":
         """Open the ragloom database file ``persist_path`` (it must exist)."""
         path = Path(persist_path)
         if not path.is_file():
@@ -175,7 +179,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
             replace = self.count() > 0
             for start in range(0, len(batch), _BATCH):
                 chunk = batch[start : start + _BATCH]
-                rowids = write_node_rows(conn, self._nodes, self._fts, chunk, replace=replace, rowid_tables=(self._vectors,))
+                rowids = write_node_rows(
+                    conn, self._nodes, self._fts, chunk, replace=replace, rowid_tables=(self._vectors,)
+                )
                 vecs = matrix[start : start + _BATCH]
                 conn.executemany(
                     f'INSERT INTO "{self._vectors}"(rowid, embedding) VALUES (?, ?)',
@@ -189,7 +195,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         for node in nodes:
             emb = node.embedding
             if emb is None:
-                raise ValueError(f"node {node.node_id} has no embedding; embed nodes before adding them to a vector store")
+                raise ValueError(
+                    f"node {node.node_id} has no embedding; embed nodes before adding them to a vector store"
+                )
             n = len(emb)
             expected = dim if dim is not None else first_len
             if expected is not None and n != expected:
@@ -273,7 +281,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         """
         where, params = self._where(node_ids=node_ids, filters=filters)
         if self.dimension is None:
-            rows = self._db.execute(f'SELECT n.node_id, n.node, NULL FROM "{self._nodes}" AS n WHERE {where} ORDER BY n.id', params)
+            rows = self._db.execute(
+                f'SELECT n.node_id, n.node, NULL FROM "{self._nodes}" AS n WHERE {where} ORDER BY n.id', params
+            )
         else:
             rows = self._db.execute(
                 f'SELECT n.node_id, n.node, v.embedding FROM "{self._nodes}" AS n '
@@ -310,7 +320,11 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                 ``alpha`` outside [0, 1], or a query embedding of the wrong dimension.
         """
         mode = query.mode.value if isinstance(query.mode, VectorStoreQueryMode) else str(query.mode)
-        supported = (VectorStoreQueryMode.DEFAULT.value, VectorStoreQueryMode.HYBRID.value, VectorStoreQueryMode.TEXT_SEARCH.value)
+        supported = (
+            VectorStoreQueryMode.DEFAULT.value,
+            VectorStoreQueryMode.HYBRID.value,
+            VectorStoreQueryMode.TEXT_SEARCH.value,
+        )
         if mode not in supported:
             raise ValueError(f"SQLiteVectorStore supports the query modes {', '.join(supported)}, not {mode!r}")
         k = int(query.similarity_top_k)
@@ -330,7 +344,9 @@ class SQLiteVectorStore(BasePydanticVectorStore):
             if not 0.0 <= alpha <= 1.0:
                 raise ValueError(f"VectorStoreQuery.alpha must be in [0, 1], got {query.alpha!r}")
             pool = max(4 * k, 50)
-            dense = self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params) if alpha > 0 else []
+            dense = (
+                self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params) if alpha > 0 else []
+            )
             sparse = self._sparse(query.query_str, int(query.sparse_top_k or pool), where, params) if alpha < 1 else []
             rows = dist_based_fuse([(alpha, dense), (1.0 - alpha, sparse)], k)
         ids = [r[0] for r in rows]
@@ -338,14 +354,18 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         sims = [float(r[2]) for r in rows]
         return VectorStoreQueryResult(nodes=nodes, similarities=sims, ids=ids)
 
-    def _dense(self, embedding: Optional[List[float]], k: int, where: str, params: List[Any]) -> List[Tuple[str, str, float]]:
+    def _dense(
+        self, embedding: Optional[List[float]], k: int, where: str, params: List[Any]
+    ) -> List[Tuple[str, str, float]]:
         """``(node_id, node_json, cosine similarity)`` of the ``k`` nearest rows, best first."""
         if embedding is None:
             raise ValueError("VectorStoreQuery.query_embedding is required")
         dim = self.dimension
         q = np.ascontiguousarray(np.asarray(embedding, dtype=np.float32).reshape(-1))
         if dim is not None and q.shape[0] != dim:
-            raise ValueError(f"query embedding has dimension {q.shape[0]}, but this vector store holds {dim}-dimensional vectors")
+            raise ValueError(
+                f"query embedding has dimension {q.shape[0]}, but this vector store holds {dim}-dimensional vectors"
+            )
         if dim is None:
             return []
         qblob = q.tobytes()
@@ -371,7 +391,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         return keyword_search(self._db, self._fts, self._nodes, query_str, k, where, params)
 
     # -- persistence ------------------------------------------------------------------------
-    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = os.path.join("./storage", DEFAULT_DB_NAME), fs: Any = None) -> None:
+    def persist(self, persist_path: Union[str, "os.PathLike[str]"] = DEFAULT_PERSIST_PATH, fs: Any = None) -> None:
         """Write the whole database to ``persist_path`` (a file, or a directory → ``ragloom.sqlite`` in it)."""
         path = Path(persist_path)
         if path.is_dir():

@@ -176,7 +176,9 @@ def node_to_metadata_dict(node: BaseNode, remove_text: bool = True, flat_metadat
     return out
 
 
-def metadata_dict_to_node(metadata: Mapping[str, Any], text: Optional[str] = None, node_id: Optional[str] = None) -> BaseNode:
+def metadata_dict_to_node(
+    metadata: Mapping[str, Any], text: Optional[str] = None, node_id: Optional[str] = None
+) -> BaseNode:
     """Rebuild a node from a row's metadata (and its text, kept apart by ``remove_text``).
 
     Rows without ``_node_content`` (written by other tools) become a :class:`TextNode` with

@@ -35,6 +35,7 @@ import bisect
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ragloom._optional import MissingDependencyError
 from ragloom.node_parser.code.languages import (
     LanguageUnavailable,
     canonical_language,
@@ -119,7 +120,8 @@ class CodeSplitter(FormatNodeParser):
         self.max_chars = int(max_chars)
         self.line_numbers = bool(line_numbers)
         self._parser = parser
-        self._unavailable: Optional[str] = None
+        self._unavailable: Optional[Exception] = None
+        self._warned = False
 
     def _config_extra(self) -> Dict[str, Any]:
         return {
@@ -130,20 +132,36 @@ class CodeSplitter(FormatNodeParser):
             "line_numbers": self.line_numbers,
         }
 
+    def _config_changed(self, name: str) -> None:
+        super()._config_changed(name)
+        if name == "language":  # a parser (even one passed in) is for the old language
+            self._parser = None
+            self._unavailable = None
+            self._warned = False
+
     # -- parser --------------------------------------------------------------------------
     def _get_parser(self) -> Optional[Any]:
+        """The tree-sitter parser, or ``None`` with the reason in :attr:`unavailable_reason` (not logged)."""
         if self._parser is None and self._unavailable is None:
             try:
                 self._parser = get_parser(self.language)
-            except LanguageUnavailable as exc:
-                self._unavailable = str(exc)
-                logger.warning("CodeSplitter(%s): %s; falling back to line splitting", self.language, exc)
+            except (MissingDependencyError, LanguageUnavailable) as exc:
+                self._unavailable = exc
         return self._parser
 
     @property
     def available(self) -> bool:
-        """Whether a tree-sitter grammar for ``language`` is usable."""
+        """Whether a tree-sitter grammar for ``language`` is usable; ``False`` (never an error)
+        when tree-sitter or the grammar is not installed or the language is unknown."""
         return self._get_parser() is not None
+
+    @property
+    def unavailable_reason(self) -> Optional[Exception]:
+        """Why no tree-sitter parser is usable: a :class:`~ragloom._optional.MissingDependencyError`
+        (the ``code`` extra is not installed) or a :class:`LanguageUnavailable` (no grammar, unknown
+        language); ``None`` when :attr:`available`."""
+        self._get_parser()
+        return self._unavailable
 
     # -- chunking ------------------------------------------------------------------------
     def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
@@ -227,6 +245,11 @@ class CodeSplitter(FormatNodeParser):
         atoms: List[Atom]
         glued: set = set()  # atoms (comments) that belong with the atom after them
         if parser is None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "CodeSplitter(%s): %s; falling back to line splitting", self.language, self._unavailable
+                )
             atoms = split_lines(0, n, 1)
         else:
             data = text.encode("utf-8", "surrogatepass")

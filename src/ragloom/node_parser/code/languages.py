@@ -4,8 +4,9 @@ Grammars come from the small per-language wheels (``tree-sitter-python``,
 ``tree-sitter-java`` …, installed by the ``ragloom[code]`` extra); if one is missing,
 ``tree-sitter-language-pack`` (pinned to 0.13.0, which bundles its grammars — later
 versions download them) is tried.  :func:`get_language` raises
-:class:`LanguageUnavailable` with the reason (unknown language, tree-sitter or grammar
-not installed) so callers can log it and fall back to text splitting.
+:class:`~ragloom._optional.MissingDependencyError` when tree-sitter itself is not installed
+and :class:`LanguageUnavailable` with the reason (unknown language, grammar not installed)
+otherwise, so callers can log it and fall back to text splitting.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import importlib
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
+
+from ragloom._optional import available, install_line, require
 
 __all__ = [
     "LanguageUnavailable",
@@ -85,16 +88,22 @@ def language_for_extension(ext: str) -> Optional[str]:
     return CODE_EXTENSIONS.get(ext)
 
 
+def _tree_sitter() -> Any:
+    return require("tree_sitter", "code", "CodeSplitter")
+
+
 def get_language(name: str) -> Any:
-    """The ``tree_sitter.Language`` of ``name`` (aliases accepted)."""
+    """The ``tree_sitter.Language`` of ``name`` (aliases accepted).
+
+    Raises:
+        MissingDependencyError: (an ``ImportError``) tree-sitter is not installed (the ``code`` extra).
+        LanguageUnavailable: ``name`` is an unknown language, or no grammar for it is installed.
+    """
     lang = canonical_language(name)
+    tree_sitter = _tree_sitter()
     with _lock:
         if lang in _languages:
             return _languages[lang]
-    try:
-        import tree_sitter
-    except ImportError as exc:
-        raise LanguageUnavailable("tree-sitter is not installed (pip install 'ragloom[code]')") from exc
     spec = _GRAMMARS.get(lang)
     errors = []
     result: Any = None
@@ -107,24 +116,28 @@ def get_language(name: str) -> Any:
             errors.append(f"{mod_name.replace('_', '-')}: {type(exc).__name__}: {exc}")
     if result is None:
         pack_name = spec[2] if spec else lang
-        try:
-            pack: Callable[[str], Any] = importlib.import_module("tree_sitter_language_pack").get_language  # type: ignore[assignment]
-            result = pack(pack_name)
-        except ImportError:
+        if not available("tree_sitter_language_pack"):
             errors.append("tree-sitter-language-pack: not installed")
-        except Exception as exc:
-            errors.append(f"tree-sitter-language-pack: {type(exc).__name__}: {exc}")
+        else:
+            try:
+                pack: Callable[[str], Any] = importlib.import_module("tree_sitter_language_pack").get_language
+                result = pack(pack_name)
+            except Exception as exc:  # ImportError, an unknown name (LookupError), ABI mismatch …
+                errors.append(f"tree-sitter-language-pack: {type(exc).__name__}: {exc}")
     if result is None:
         if spec is None:
             raise LanguageUnavailable(f"unknown language {name!r} ({'; '.join(errors)})")
-        raise LanguageUnavailable(f"no grammar for {lang!r}: {'; '.join(errors)} (pip install 'ragloom[code]')")
+        raise LanguageUnavailable(f"no grammar for {lang!r}: {'; '.join(errors)} ({install_line('code')})")
     with _lock:
         _languages[lang] = result
     return result
 
 
 def get_parser(name: str) -> Any:
-    """A new ``tree_sitter.Parser`` for ``name`` (parsers are not thread-safe: one per user)."""
-    import tree_sitter
+    """A new ``tree_sitter.Parser`` for ``name`` (parsers are not thread-safe: one per user).
 
-    return tree_sitter.Parser(get_language(name))
+    Raises:
+        MissingDependencyError: (an ``ImportError``) tree-sitter is not installed (the ``code`` extra).
+        LanguageUnavailable: as :func:`get_language`.
+    """
+    return _tree_sitter().Parser(get_language(name))

@@ -188,11 +188,18 @@ def html_blocks(
     source: str, tags: Sequence[str] = DEFAULT_TAGS, keep_untagged_text: bool = True, require_tags: bool = True
 ) -> List[Segment]:
     """The text blocks of an HTML source: ``(tag, text, starts, ends)`` with the source span
-    ``[starts[i], ends[i])`` of every character of ``text``."""
+    ``[starts[i], ends[i])`` of every character of ``text``.
+
+    Raises:
+        FormatError: the source cannot be parsed, or (``require_tags``) has no tag at all.
+    """
     blocks = frozenset(t.lower() for t in tags) - INLINE_TAGS
     ex = _Extractor(source, blocks, keep_untagged_text)
-    ex.feed(source)
-    ex.close()
+    try:
+        ex.feed(source)
+        ex.close()
+    except AssertionError as exc:  # html.parser's only complaint, e.g. "<![foo[": not parseable HTML
+        raise FormatError(f"cannot parse HTML: {exc}") from exc
     ex._flush()
     if require_tags and not ex.saw_tag:
         raise FormatError("no HTML tags found")
@@ -200,7 +207,11 @@ def html_blocks(
 
 
 def html_text(source: str, tags: Sequence[str] = DEFAULT_TAGS, keep_untagged_text: bool = True) -> str:
-    """The extracted text of an HTML fragment (blocks joined by newlines)."""
+    """The extracted text of an HTML fragment (blocks joined by newlines).
+
+    Raises:
+        FormatError: the fragment cannot be parsed as HTML.
+    """
     return "\n".join(seg[1] for seg in html_blocks(source, tags, keep_untagged_text, require_tags=False))
 
 

@@ -193,7 +193,12 @@ class JSONNodeParser(FormatNodeParser):
         if self.chunk_size is None:
             spans = [(0, len(flat))]
         else:
-            levels = [CutLevel(cut1, "json-top"), CutLevel(cut2, "json-second"), SeparatorLevel("\n", "line"), SeparatorLevel(" ", "word")]
+            levels = [
+                CutLevel(cut1, "json-top"),
+                CutLevel(cut2, "json-second"),
+                SeparatorLevel("\n", "line"),
+                SeparatorLevel(" ", "word"),
+            ]
             spans = self._pack(flat, levels, self._wrappers(doc, {}))
         out: List[Piece] = []
         for s, e in spans:

@@ -18,8 +18,14 @@ Metadata per node:
 
 - ``header_path``: the list of header titles from the top down to the section's own
   header (unambiguous even when a title contains ``/``); hidden from embed and LLM views;
-- ``header_path_display``: the same joined with ``" > "`` for reading (visible; absent
-  for the preamble).
+- ``header_path_display``: the titles *above the node's text*, joined with ``" > "``
+  (visible, so embedded with the text).  A node that begins with its section's heading
+  line already holds that title, so it gets the ancestors only (``"A"`` for the first
+  node of section ``A > B``; the key is absent for a top-level section's first node);
+  a later piece of a cut section, which lacks the heading, gets the full path.  Either
+  way the embedded text names each title once.  Absent for the preamble, and left out
+  where, with the document's embedded metadata, it would take half of ``chunk_size`` or
+  more (a deep path in a small budget): it is context, not content.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from ragloom.node_parser.file.base import (
     Piece,
     sentence_levels,
 )
-from ragloom.node_parser.interface import IdFuncCallable
+from ragloom.node_parser.interface import IdFuncCallable, _wrappers_for
 from ragloom.readers.markdown import inline_plain_text
 from ragloom.schema import BaseNode
 
@@ -49,6 +55,7 @@ HEADER_PATH_DISPLAY_KEY = "header_path_display"
 DISPLAY_SEP = " > "
 _NEWLINE = re.compile(r"\r\n?|\n")  # markdown-it's line breaks (it normalises \r\n and \r)
 _BLOCK_OPEN = re.compile(r"^(?:.*_open|fence|code_block|html_block|hr)$")
+_DISPLAY_MAX_SHARE = 0.5  # the breadcrumb is embedded only while the metadata take less of chunk_size
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,9 +156,10 @@ class MarkdownNodeParser(FormatNodeParser):
         out: List[Piece] = []
         hidden = (HEADER_PATH_KEY,)
         for a, b, path in sections:
-            meta: Dict[str, Any] = {HEADER_PATH_KEY: list(path)}
-            if path:
-                meta[HEADER_PATH_DISPLAY_KEY] = DISPLAY_SEP.join(path)
+            # the first piece starts with the section's heading line (the title is in its
+            # text): its display holds the ancestors only; later pieces get the full path
+            head = self._path_meta(doc, path[:-1], path)
+            rest = self._path_meta(doc, path, path)
             sub = text[a:b]
             if self.chunk_size is None:
                 from ragloom.node_parser.text.engine import strip_span
@@ -162,7 +170,25 @@ class MarkdownNodeParser(FormatNodeParser):
                 bl = [c - a for c in blocks[bisect.bisect_right(blocks, a): bisect.bisect_left(blocks, b)]]
                 it = [c - a for c in items[bisect.bisect_right(items, a): bisect.bisect_left(items, b)]]
                 levels = [CutLevel(bl, "block"), CutLevel(it, "list-item")] + sentence_levels("\n\n")
-                spans = self._pack(sub, levels, self._wrappers(doc, meta, hidden, hidden))
+                wrappers = self._wrappers(doc, head, hidden, hidden)
+                wrappers += [w for w in self._wrappers(doc, rest, hidden, hidden) if w not in wrappers]
+                spans = self._pack(sub, levels, wrappers)  # every piece fits either metadata
             for s, e in spans:
+                meta = head if path and not sub[:s].strip() else rest
                 out.append(Piece(sub[s:e], a + s, a + e, meta, hidden, hidden))
         return out
+
+    def _path_meta(self, doc: BaseNode, display: List[str], path: List[str]) -> Dict[str, Any]:
+        """``header_path`` (the full ``path``) and ``header_path_display`` (``display``) unless
+        that is empty or, with ``doc``'s embedded metadata, takes half of ``chunk_size`` or more."""
+        meta: Dict[str, Any] = {HEADER_PATH_KEY: list(path)}
+        if not display:
+            return meta
+        meta[HEADER_PATH_DISPLAY_KEY] = DISPLAY_SEP.join(display)
+        if self.chunk_size is not None:
+            probe = self._probe(doc, meta, (HEADER_PATH_KEY,), (HEADER_PATH_KEY,))
+            tok = self.tokenizer
+            used = max(tok.count(p) + tok.count(s) for p, s, _ in _wrappers_for(probe))
+            if used >= _DISPLAY_MAX_SHARE * self.chunk_size:
+                del meta[HEADER_PATH_DISPLAY_KEY]
+        return meta

@@ -13,9 +13,10 @@ The extension is read from the document's metadata: ``extension`` (set by
   (``SimpleFileNodeParser`` only);
 - everything else → :class:`~ragloom.node_parser.SentenceSplitter`.
 
-Every failure falls back to sentence splitting with a logged reason: no grammar
-installed or unknown language (here), a document that does not parse as its format
-(in the format parser).
+Fallbacks to sentence splitting, each with a logged reason: tree-sitter not installed
+(the ``code`` extra; one warning per router, naming the extra), no grammar for a language
+(one warning per language), a document that does not parse as its format (in the format
+parser, :class:`~ragloom.node_parser.file.base.FormatError`).  Any other error propagates.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import os
 from typing import Any, Dict, List, Optional, Sequence
 
+from ragloom._optional import MissingDependencyError
 from ragloom.node_parser.interface import IdFuncCallable, NodeParser
 from ragloom.schema import BaseNode
 
@@ -63,6 +65,9 @@ class SimpleFileNodeParser(NodeParser):
         line_numbers: ``"42|"`` prefixes on code nodes.
         html_tags: the HTMLNodeParser's block tags (its default if ``None``).
         include_metadata, include_prev_next_rel, id_func: passed to every parser.
+
+    The arguments stay assignable (``router.chunk_size = 512``): the per-format parsers are
+    built again, from the new values, on next use.
     """
 
     formats = ("code", "markdown", "html", "json")
@@ -96,6 +101,11 @@ class SimpleFileNodeParser(NodeParser):
         self._parsers: Dict[str, NodeParser] = {}
         self._reported: set = set()
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if not name.startswith("_") and "_parsers" in self.__dict__:
+            self._parsers.clear()  # they were built from the old configuration
+
     def _common(self) -> Dict[str, Any]:
         return dict(
             tokenizer=self.tokenizer,
@@ -115,7 +125,14 @@ class SimpleFileNodeParser(NodeParser):
         return p
 
     def parser_for(self, ext: str) -> NodeParser:
-        """The parser used for files with extension ``ext`` (``".py"``)."""
+        """The parser used for files with extension ``ext`` (``".py"``).
+
+        Code files get the sentence splitter (and a logged warning) when tree-sitter (the
+        ``code`` extra) or the language's grammar is not installed.
+
+        Raises:
+            ValueError: this router's configuration is invalid for the parser it builds.
+        """
         ext = ext.lower()
         if ext and not ext.startswith("."):
             ext = "." + ext
@@ -138,16 +155,7 @@ class SimpleFileNodeParser(NodeParser):
                         line_numbers=self.line_numbers,
                         **self._common(),
                     )
-                    if cs.available:
-                        p = cs
-                    else:
-                        if key not in self._reported:
-                            self._reported.add(key)
-                            logger.warning(
-                                "%s: no tree-sitter grammar for %s files (%s): %s; using sentence splitting",
-                                self.class_name(), ext, lang, cs._unavailable,
-                            )
-                        p = self._text_parser()
+                    p = cs if cs.available else self._code_fallback(ext, lang, cs.unavailable_reason)
                     self._parsers[key] = p
                 return p
         fmt = FORMAT_EXTENSIONS.get(ext)
@@ -170,9 +178,28 @@ class SimpleFileNodeParser(NodeParser):
             return p
         return self._text_parser()
 
+    def _code_fallback(self, ext: str, lang: str, reason: Optional[Exception]) -> NodeParser:
+        """The sentence splitter for code that tree-sitter cannot parse here; warns once per cause."""
+        name = self.class_name()
+        if isinstance(reason, MissingDependencyError):  # one warning for every code file
+            if "code:missing-dependency" not in self._reported:
+                self._reported.add("code:missing-dependency")
+                logger.warning("%s: code files are split as plain text (sentence splitting): %s", name, reason)
+        elif "code:" + lang not in self._reported:
+            self._reported.add("code:" + lang)
+            logger.warning(
+                "%s: no tree-sitter grammar for %s files (%s): %s; using sentence splitting", name, ext, lang, reason
+            )
+        return self._text_parser()
+
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
+        """The nodes of every document, each split by :meth:`parser_for` its extension.
+
+        Raises:
+            ValueError: a document's embedded metadata leave no room within ``chunk_size``.
+        """
         out: List[BaseNode] = []
         docs = list(documents)
         if show_progress:
@@ -180,18 +207,7 @@ class SimpleFileNodeParser(NodeParser):
 
             docs = tqdm(docs, desc="Parsing nodes")
         for doc in docs:
-            parser = self.parser_for(extension_of(doc))
-            try:
-                out.extend(parser.get_nodes_from_documents([doc]))
-            except Exception as exc:
-                text_parser = self._text_parser()
-                if parser is text_parser:
-                    raise
-                logger.warning(
-                    "%s: %s failed on document %r (%s: %s); falling back to sentence splitting",
-                    self.class_name(), parser.class_name(), doc.id_, type(exc).__name__, exc,
-                )
-                out.extend(text_parser.get_nodes_from_documents([doc]))
+            out.extend(self.parser_for(extension_of(doc)).get_nodes_from_documents([doc]))
         return out
 
 

@@ -129,10 +129,12 @@ class HierarchicalNodeParser(NodeParser):
             if len(set(ids)) != len(ids):
                 ids = [f"chunk_size_{cs}_level_{i}" for i, cs in enumerate(sizes)]
             node_parser_map = {}
-            for pid, cs in zip(ids, sizes):
+            for pid, cs in zip(ids, sizes, strict=True):
                 overlap = scaled_overlap(self.chunk_overlap, cs)
                 if overlap != self.chunk_overlap:
-                    logger.debug("chunk_overlap %d scaled to %d for the %d-token level", self.chunk_overlap, overlap, cs)
+                    logger.debug(
+                        "chunk_overlap %d scaled to %d for the %d-token level", self.chunk_overlap, overlap, cs
+                    )
                 node_parser_map[pid] = SentenceSplitter(
                     chunk_size=cs,
                     chunk_overlap=overlap,

@@ -170,7 +170,7 @@ def make_sizers(tokenizer, texts: Sequence[str]) -> list:
     starts_fn = getattr(tokenizer, "token_starts_batch", None)
     if starts_fn is not None:
         all_starts = starts_fn(list(texts))
-        return [OffsetSizer(t, s) for t, s in zip(texts, all_starts)]
+        return [OffsetSizer(t, s) for t, s in zip(texts, all_starts, strict=True)]
     if getattr(tokenizer, "has_offsets", True):
         try:
             out = []
@@ -196,7 +196,7 @@ class ExactCounter:
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         text = self.text
-        if self.safe is not None and self._enc is not None and b - a > 64:
+        if self.safe is not None and self.safe_rev is not None and self._enc is not None and b - a > 64:
             m = self.safe.search(text, a + 1, b)
             if m is not None:
                 h = m.start()
@@ -219,9 +219,6 @@ def strip_span(text: str, a: int, b: int) -> Span:
     return a2, a2 + len(ls.rstrip())
 
 
-_UNSET = object()
-
-
 class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
@@ -236,7 +233,9 @@ class _Finder:
         # last boundary query per level, keyed by the parent segment it was made in: a query made
         # for another parent may start before this parent, and its cuts there are not ours
         self._win: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
-        self._first: object = _UNSET
+        # the first level's cuts over the whole text, once computed (``None`` then: not worth it)
+        self._first: Optional[List[int]] = None
+        self._first_known = False
 
     def _segment_whole(self, li: int, level: Level, plo: int, phi: int, x: int, budget: int):
         key = (li, plo, phi)
@@ -264,17 +263,20 @@ class _Finder:
             return None
         return level.find(self.text, 0, self.n)
 
-    def segment(self, li: int, plo: int, phi: int, x: int, budget: int):
+    # one widening-window search whose state (window, cache, trusted zone) every branch updates;
+    # split up, that state would travel through helper arguments on the splitter's hot path
+    def segment(self, li: int, plo: int, phi: int, x: int, budget: int):  # noqa: C901
         level = self.levels[li]
         if li == 0:
-            if self._first is _UNSET:
+            if not self._first_known:
                 self._first = self._all_cuts(level)
-            bs = self._first
-            if bs is not None:
-                i = bisect.bisect_right(bs, x)
-                a = bs[i - 1] if i > 0 else plo
-                b = bs[i] if i < len(bs) else phi
-                return a, b, self.sizer.tokens(a, b) > budget
+                self._first_known = True
+            first = self._first
+            if first is not None:
+                i = bisect.bisect_right(first, x)
+                lo = first[i - 1] if i > 0 else plo
+                hi = first[i] if i < len(first) else phi
+                return lo, hi, self.sizer.tokens(lo, hi) > budget
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
@@ -329,7 +331,9 @@ class _Finder:
         return max(a, plo), min(b, phi)
 
 
-def pack_spans(
+# the packing loop (fit, shrink, overlap, advance) shares its cursor state between branches;
+# kept as one function so its invariants read in one place (pinned by the property tests)
+def pack_spans(  # noqa: C901
     text: str,
     levels: Sequence[Level],
     sizer,

@@ -270,7 +270,7 @@ class SemanticSplitterNodeParser(MetadataAwareTextSplitter):
             todo.append((doc, text, uniq, sents))
         embs = self._embed([self._groups(text, sents) for _, text, _, sents in todo], show_progress)
         out: List[BaseNode] = []
-        for (doc, text, uniq, sents), emb in zip(todo, embs):
+        for (doc, text, uniq, sents), emb in zip(todo, embs, strict=True):
             spans = self._chunks(text, sents, emb, uniq)
             out.extend(self._build_nodes(doc, text, spans))
         return out

@@ -283,9 +283,9 @@ def fit_spans(
     worst = [0] * len(spans)
     for p, s in wrappers:
         counts = _counts(tokenizer, [p + text[x:y] + s for x, y in spans])
-        worst = [max(w, c) for w, c in zip(worst, counts)]
+        worst = [max(w, c) for w, c in zip(worst, counts, strict=True)]
     out: List[Span] = []
-    for (x, y), w in zip(spans, worst):
+    for (x, y), w in zip(spans, worst, strict=True):
         if w <= budget:
             out.append((x, y))
             continue
