@@ -82,10 +82,14 @@ def test_metadata_aware_budget_and_excluded_keys(cl100k):
     nodes = SentenceSplitter(chunk_size=128, chunk_overlap=16, tokenizer=cl100k)([doc])
     assert len(nodes) > 1
     for n in nodes:
+        # only the embedded view is budgeted (issue 10, item 4): the LLM-only summary does not
+        # shrink chunks; prompts are fitted to the LLM where they are built (PromptHelper)
         assert cl100k.count(n.get_content(MetadataMode.EMBED)) <= 128
-        assert cl100k.count(n.get_content(MetadataMode.LLM)) <= 128
         assert text[n.start_char_idx : n.end_char_idx] == n.text
         assert n.excluded_embed_metadata_keys == ["summary"]
+    without = Document(text=text, id_="fastapi.md", metadata={"file_name": "fastapi.md"})
+    same = SentenceSplitter(chunk_size=128, chunk_overlap=16, tokenizer=cl100k)([without])
+    assert [(n.start_char_idx, n.end_char_idx) for n in nodes] == [(n.start_char_idx, n.end_char_idx) for n in same]
     assert nodes[1].relationships[NodeRelationship.PREVIOUS].node_id == nodes[0].id_
     assert nodes[0].relationships[NodeRelationship.NEXT].node_id == nodes[1].id_
     assert nodes[0].ref_doc_id == "fastapi.md"

@@ -398,12 +398,15 @@ def test_bad_metadata_raises_before_any_embedding(tmp_path: Path) -> None:
     ctx = StorageContext.from_defaults(vector_store=store)
     docs = [Document(text=f"document number {i} about tea", id_=f"d{i}", metadata={"i": i}) for i in range(5)]
     docs[4].metadata["opened"] = datetime.date(2024, 1, 1)  # JSON-encodable for the hash, not storable in Chroma
+    # the bad document is rejected before it is embedded; the four good ones are stored (issue 10:
+    # one bad document never aborts the others), and raise_on_error reports it after that
     with pytest.raises(ValueError, match="opened"):
-        VectorStoreIndex.from_documents(docs, storage_context=ctx, embed_model=embed)
+        VectorStoreIndex.from_documents(docs, storage_context=ctx, embed_model=embed, raise_on_error=True)
+    assert type(embed).texts_embedded == 4 and store.count() == 4
     index = VectorStoreIndex(storage_context=ctx, embed_model=embed)
     with pytest.raises(ValueError, match="reserved"):
         index.insert_nodes([TextNode(id_="x", text="hello", metadata={"_node_type": "x"})])
-    assert type(embed).texts_embedded == 0 and store.count() == 0
+    assert type(embed).texts_embedded == 4 and store.count() == 4
     docs[4].metadata["opened"] = "2024-01-01"
     VectorStoreIndex.from_documents(docs, storage_context=ctx, embed_model=embed)
     assert type(embed).texts_embedded == 5 and store.count() == 5
