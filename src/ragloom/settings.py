@@ -54,17 +54,31 @@ def resolve_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int]) 
     return int(chunk_size), default_chunk_overlap(chunk_size) if chunk_overlap is None else int(chunk_overlap)
 
 
-def default_node_parser(embed_model: Any, chunk_size: Optional[int] = None, chunk_overlap: Optional[int] = None) -> Any:
-    """The default node parser for ``embed_model``: a :class:`~ragloom.node_parser.SentenceSplitter`
-    measured in the model's own tokenizer, ``chunk_size`` defaulting to
-    :func:`default_chunk_size` of its text-token limit and ``chunk_overlap`` to
-    :func:`default_chunk_overlap`.  ``VectorStoreIndex`` and ``ragloom index`` both use it.
+#: ``parser`` values of :func:`default_node_parser`.
+PARSERS = ("sentence", "auto")
+
+
+def default_node_parser(
+    embed_model: Any, chunk_size: Optional[int] = None, chunk_overlap: Optional[int] = None, parser: str = "sentence"
+) -> Any:
+    """The default node parser for ``embed_model``, measured in the model's own tokenizer, with
+    ``chunk_size`` defaulting to :func:`default_chunk_size` of its text-token limit and
+    ``chunk_overlap`` to :func:`default_chunk_overlap`.  ``VectorStoreIndex`` and ``ragloom index``
+    both use it.
+
+    ``parser``: ``"sentence"`` — a :class:`~ragloom.node_parser.SentenceSplitter` for every
+    document; ``"auto"`` — a :class:`~ragloom.node_parser.SimpleFileNodeParser` routing by file
+    type (Markdown, HTML, JSON and code parsers; sentence splitting for the rest).
 
     Raises:
         ValueError: ``chunk_size`` above the model's limit (its chunks would be truncated when
-            embedded); a bad ``chunk_size`` / ``chunk_overlap`` (see ``validate_chunk_args``).
+            embedded); a bad ``chunk_size`` / ``chunk_overlap`` (see ``validate_chunk_args``);
+            ``parser`` not in :data:`PARSERS`.
     """
-    from ragloom.node_parser import SentenceSplitter
+    from ragloom.node_parser import SentenceSplitter, SimpleFileNodeParser
+
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {list(PARSERS)}, got {parser!r}")
 
     limit = embed_model.max_text_tokens
     if chunk_size is None:
@@ -76,9 +90,11 @@ def default_node_parser(embed_model: Any, chunk_size: Optional[int] = None, chun
         )
     if chunk_overlap is None:
         chunk_overlap = default_chunk_overlap(chunk_size)
-    return SentenceSplitter(
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=embed_model.get_tokenizer() or Settings.tokenizer
-    )
+    tokenizer = embed_model.get_tokenizer() or Settings.tokenizer
+    sentence = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
+    if parser == "sentence":
+        return sentence
+    return SimpleFileNodeParser(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
 
 
 class _Settings:

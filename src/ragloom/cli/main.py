@@ -81,9 +81,13 @@ def _echo_json(data: Any) -> None:
 @click.option("--files-per-batch", type=click.IntRange(min=1), default=32, show_default=True,
               help="Files split, embedded and committed per transaction (a killed run keeps every finished batch).")
 @click.option("--wait", is_flag=True, help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
+@click.option("--parser", type=click.Choice(["sentence", "auto"]), default="sentence", show_default=True,
+              help="'sentence': sentence splitting for every file; 'auto': by file type (Markdown, HTML, JSON "
+                   "and code parsers, sentence splitting for the rest). Changing it re-chunks the files.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
-              embed_model: str, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool) -> None:
+              embed_model: str, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
+              parser: str) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
@@ -100,7 +104,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
-        include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait,
+        include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
     )
     if as_json:
         _echo_json(summary)

@@ -30,6 +30,8 @@ FILES_PER_BATCH = 32
 CHARS_PER_BATCH = 1_000_000
 #: Seconds between two attempts to take a locked index (``wait=True``).
 LOCK_POLL_SECONDS = 0.2
+#: The node parser ``ragloom index`` uses by default (see :func:`~ragloom.settings.default_node_parser`).
+DEFAULT_PARSER = "sentence"
 #: File name of the index database inside an index directory.
 INDEX_DB_NAME = "ragloom.sqlite"
 
@@ -167,6 +169,7 @@ def index_paths(
     files_per_batch: int = FILES_PER_BATCH,
     wait: bool = False,
     on_wait: Optional[Callable[[Optional[int]], None]] = None,
+    parser: str = DEFAULT_PARSER,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -184,6 +187,8 @@ def index_paths(
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
     - A document that cannot be split is listed in ``skipped`` and the run goes on.
     - One writer at a time (:func:`acquire_lock`).
+    - ``parser``: ``"sentence"`` or ``"auto"`` (route by file type), see
+      :func:`~ragloom.settings.default_node_parser`.
 
     Raises:
         ValueError: bad ``chunk_size`` / ``chunk_overlap`` (checked before anything is created) or
@@ -195,12 +200,12 @@ def index_paths(
 
     _check_batching(files_per_batch)
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
-        default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap)
+        default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap, parser)
     lock = acquire_lock(index_dir, wait, on_wait)
     try:
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
-            exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch,
+            exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
         )
     finally:
         lock.release()
@@ -235,7 +240,7 @@ class _Scope:
 def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
                   required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
                   embed_model: Any, show_progress: bool, include_hidden: bool,
-                  files_per_batch: int) -> IndexSummary:
+                  files_per_batch: int, parser: str) -> IndexSummary:
     from tqdm.auto import tqdm
 
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
@@ -248,7 +253,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
 
         model.embed_cache = index_dir / DEFAULT_CACHE_NAME
-    splitter = default_node_parser(model, chunk_size, chunk_overlap)
+    splitter = default_node_parser(model, chunk_size, chunk_overlap, parser)
     tokenizer = model.get_tokenizer()
 
     # Indexes written before fingerprints held the configuration recorded it in the index struct:
@@ -348,6 +353,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         embed_model=model.model_name,
         embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
         seconds=round(time.perf_counter() - t0, 3),
+        parser=parser,
     )
 
 

@@ -106,6 +106,33 @@ class SimpleFileNodeParser(NodeParser):
         if not name.startswith("_") and "_parsers" in self.__dict__:
             self._parsers.clear()  # they were built from the old configuration
 
+    def to_config(self) -> Dict[str, Any]:
+        """Everything that decides this router's nodes (the ingestion cache key and the document
+        fingerprints depend on it, so changing any of it re-chunks)."""
+        tok = self.tokenizer
+        if tok is None:
+            from ragloom.settings import Settings
+
+            tok = Settings.tokenizer
+        else:
+            from ragloom.tokenizers import get_tokenizer
+
+            tok = get_tokenizer(tok)
+        return {
+            "class_name": self.class_name(),
+            "formats": list(self.formats),
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "tokenizer": tok.name,
+            "code_chunk_lines": self.code_chunk_lines,
+            "code_chunk_lines_overlap": self.code_chunk_lines_overlap,
+            "code_max_chars": self.code_max_chars,
+            "line_numbers": self.line_numbers,
+            "html_tags": self.html_tags,
+            "include_metadata": self.include_metadata,
+            "include_prev_next_rel": self.include_prev_next_rel,
+        }
+
     def _common(self) -> Dict[str, Any]:
         return dict(
             tokenizer=self.tokenizer,
@@ -206,8 +233,22 @@ class SimpleFileNodeParser(NodeParser):
             from tqdm.auto import tqdm
 
             docs = tqdm(docs, desc="Parsing nodes")
+        # one call per parser (a splitter tokenizes its documents in batches), then document order
+        groups: Dict[int, List[BaseNode]] = {}
+        parsers: Dict[int, NodeParser] = {}
         for doc in docs:
-            out.extend(self.parser_for(extension_of(doc)).get_nodes_from_documents([doc]))
+            parser = self.parser_for(extension_of(doc))
+            parsers[id(parser)] = parser
+            groups.setdefault(id(parser), []).append(doc)
+        by_doc: Dict[str, List[BaseNode]] = {}
+        for key, group in groups.items():
+            for node in parsers[key].get_nodes_from_documents(group):
+                by_doc.setdefault(node.ref_doc_id or "", []).append(node)
+        seen: set = set()
+        for doc in docs:
+            if doc.id_ not in seen:
+                seen.add(doc.id_)
+                out.extend(by_doc.get(doc.id_, []))
         return out
 
 
