@@ -255,6 +255,15 @@ class ChunkConfigMixin:
             ).hexdigest()
         return self._config_digest
 
+    def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
+        """The id of chunk ``i`` (``chunk == text[a:b]``) of node ``ref_id``: the one id function of
+        every parser — sha256 of (source id, ordinal, span, configuration digest, text) as a UUID,
+        so the same input and configuration always give the same ids."""
+        h = hashlib.sha256()
+        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
+        h.update(chunk.encode("utf-8", "surrogatepass"))
+        return str(uuid.UUID(hex=h.hexdigest()[:32]))
+
 
 class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
     """Shared machinery of the span-engine splitters (subclasses define the boundary levels)."""
@@ -336,12 +345,6 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         return [text[a:b] for a, b in self.split_spans(text, metadata_str)]
 
     # -- nodes -------------------------------------------------------------------------
-    def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
-        h = hashlib.sha256()
-        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
-        h.update(chunk.encode("utf-8", "surrogatepass"))
-        return str(uuid.UUID(hex=h.hexdigest()[:32]))
-
     def _build_nodes(self, node: BaseNode, text: str, spans: List[Span]) -> List[TextNode]:
         """Nodes of ``spans``; the per-document parts (template, metadata, the SOURCE info,
         the metadata half of the content hash) are computed once, not per node.

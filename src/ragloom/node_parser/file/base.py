@@ -13,9 +13,7 @@ or a real problem (metadata too long for ``chunk_size`` …) and propagates.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import uuid
 from abc import abstractmethod
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -173,10 +171,14 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
         return super()._tokenizer_config()
 
     # -- budget helpers ------------------------------------------------------------------
-    def _probe(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> TextNode:
+    def _probe(
+        self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()
+    ) -> TextNode:
         base = dict(doc.metadata) if self.include_metadata else {}
         base.update(meta)
-        ex_e = list(doc.excluded_embed_metadata_keys) + [k for k in hidden_embed if k not in doc.excluded_embed_metadata_keys]
+        ex_e = list(doc.excluded_embed_metadata_keys) + [
+            k for k in hidden_embed if k not in doc.excluded_embed_metadata_keys
+        ]
         ex_l = list(doc.excluded_llm_metadata_keys) + [k for k in hidden_llm if k not in doc.excluded_llm_metadata_keys]
         return TextNode(
             text="",
@@ -188,7 +190,9 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
             text_template=getattr(doc, "text_template", DEFAULT_TEXT_NODE_TMPL),
         )
 
-    def _wrappers(self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()) -> List[Tuple[str, str]]:
+    def _wrappers(
+        self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()
+    ) -> List[Tuple[str, str]]:
         """Distinct ``(prefix, suffix)`` pairs around a chunk in the EMBED and LLM views."""
         probe = self._probe(doc, meta, hidden_embed, hidden_llm)
         return check_metadata_overhead(self.tokenizer, self.chunk_size, _wrappers_for(probe), probe, doc.id_)
@@ -232,19 +236,15 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
         return self._fallback
 
     # -- nodes ---------------------------------------------------------------------------
-    def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
-        h = hashlib.sha256()
-        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
-        h.update(chunk.encode("utf-8", "surrogatepass"))
-        return str(uuid.UUID(hex=h.hexdigest()[:32]))
-
     def _build(self, doc: BaseNode, pieces: Sequence[Piece]) -> List[BaseNode]:
         src = doc.as_related_node_info()
         mime = getattr(doc, "mimetype", "text/plain")
         out: List[TextNode] = []
         for i, p in enumerate(pieces):
             probe = self._probe(doc, p.metadata, p.hidden_embed, p.hidden_llm)
-            nid = self.id_func(i, doc) if self.id_func is not None else self._node_id(i, doc.id_, p.start, p.end, p.text)
+            nid = (
+                self.id_func(i, doc) if self.id_func is not None else self._node_id(i, doc.id_, p.start, p.end, p.text)
+            )
             out.append(
                 TextNode(
                     id_=nid,
@@ -305,4 +305,6 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
         """Chunk texts of a bare string (no metadata)."""
         from ragloom.schema import Document
 
-        return [n.get_content(MetadataMode.NONE) for n in self.get_nodes_from_documents([Document(text=text, id_="text")])]
+        return [
+            n.get_content(MetadataMode.NONE) for n in self.get_nodes_from_documents([Document(text=text, id_="text")])
+        ]
