@@ -313,9 +313,9 @@ register_node_type(Document)
 def _decode_type(cls: type) -> Any:
     if cls is BaseNode or cls not in _NODE_TYPES.values():
         types = tuple(_NODE_TYPES.values())
-        return Union[types]  # type: ignore[valid-type]
+        return Union[types]
     subs = tuple(t for t in _NODE_TYPES.values() if issubclass(t, cls))
-    return Union[subs] if len(subs) > 1 else subs[0]  # type: ignore[valid-type]
+    return Union[subs] if len(subs) > 1 else subs[0]
 
 
 def node_from_json(data: Union[str, bytes]) -> BaseNode:

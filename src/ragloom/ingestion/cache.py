@@ -2,7 +2,8 @@
 
 Key: :func:`node_transform_key` — sha256 of the input node's identity (id, class,
 content hash, templates and metadata exclusions, whether it already has an
-embedding) and of the transformation's canonical ``to_config()`` JSON.  Editing
+embedding; for node parsers also the metadata hidden from both views) and of the
+transformation's canonical ``to_config()`` JSON.  Editing
 one document therefore changes only that document's keys, and changing one
 transformation's configuration changes only that step's keys.
 
@@ -51,8 +52,8 @@ def transformation_digest(transformation: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _node_identity(node: BaseNode) -> bytes:
-    fields = {
+def _node_identity(node: BaseNode, with_hidden: bool = False) -> bytes:
+    fields: Dict[str, Any] = {
         "class_name": node.class_name(),
         "id": node.id_,
         "hash": node.hash,  # text + content-bearing metadata
@@ -65,13 +66,26 @@ def _node_identity(node: BaseNode) -> bytes:
         "ref_doc_id": node.ref_doc_id,
         "has_embedding": node.embedding is not None,
     }
-    return msgspec.json.encode(fields, order="sorted")
+    if with_hidden:
+        both = set(node.excluded_embed_metadata_keys) & set(node.excluded_llm_metadata_keys)
+        hidden = {k: v for k, v in node.metadata.items() if k in both}
+        if hidden:  # absent when empty: the keys of nodes without hidden metadata do not change
+            fields["hidden"] = hidden
+    return msgspec.json.encode(fields, order="sorted", enc_hook=repr)
 
 
-def node_transform_key(node: BaseNode, transformation: Any, digest: Optional[str] = None) -> str:
-    """Cache key of ``transformation`` applied to ``node`` (pass ``digest`` to skip recomputing the config's)."""
+def node_transform_key(
+    node: BaseNode, transformation: Any, digest: Optional[str] = None, with_hidden: bool = False
+) -> str:
+    """Cache key of ``transformation`` applied to ``node`` (pass ``digest`` to skip recomputing the config's).
+
+    ``with_hidden``: the metadata hidden from both views (not part of ``node.hash``) is part of the
+    key too.  For node parsers: their outputs carry that metadata, and some write hidden keys of
+    their own (``SentenceWindowNodeParser``'s window), so a cached output cannot be patched up
+    with the input's current values.
+    """
     h = hashlib.sha256()
-    h.update(_node_identity(node))
+    h.update(_node_identity(node, with_hidden))
     h.update(b"\x00")
     h.update((digest or transformation_digest(transformation)).encode("ascii"))
     return h.hexdigest()

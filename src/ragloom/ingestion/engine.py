@@ -131,7 +131,8 @@ class IngestionStats:
 @dataclass
 class SourcePlan:
     """One source document of a batch: its id, inputs (the document, or its pre-split nodes),
-    fingerprint and status (``"new"``, ``"changed"`` or ``"unchanged"``)."""
+    fingerprint and status (``"new"``, ``"changed"``, ``"unchanged"``, or ``"continued"``: more
+    pre-split nodes of a source an earlier batch of the same run wrote)."""
 
     doc_id: str
     inputs: List[BaseNode]
@@ -279,13 +280,16 @@ class IngestionEngine:
         its id is the key, not part of the value, so ``DUPLICATES_ONLY`` finds equal documents under
         other ids); pre-split nodes add their ids, in order, since those are what is stored.
         """
+        return self._fingerprint([(None if isinstance(n, Document) else n.id_, n.hash) for n in inputs])
+
+    def _fingerprint(self, parts: Sequence[Tuple[Optional[str], str]]) -> str:
         h = hashlib.sha256(self.config_digest().encode("ascii"))
-        for node in inputs:
+        for node_id, node_hash in parts:
             h.update(b"\x00")
-            if not isinstance(node, Document):
-                h.update(node.id_.encode("utf-8", "surrogateescape"))
+            if node_id is not None:
+                h.update(node_id.encode("utf-8", "surrogateescape"))
                 h.update(b"\x01")
-            h.update(node.hash.encode("ascii"))
+            h.update(node_hash.encode("ascii"))
         return h.hexdigest()
 
     def recorded_sources(self) -> Dict[str, str]:
@@ -294,11 +298,19 @@ class IngestionEngine:
             return {}
         return dict(self.docstore.get_source_document_hashes())
 
-    def plan(self, inputs: Sequence[BaseNode], force: bool = False) -> Plan:
+    def plan(
+        self,
+        inputs: Sequence[BaseNode],
+        force: bool = False,
+        continuing: Optional[Dict[str, List[Tuple[Optional[str], str]]]] = None,
+    ) -> Plan:
         """Group ``inputs`` by source document and decide what each needs (see the module doc).
 
         ``force``: every source is rebuilt whatever its fingerprint.  Absent sources are not
         decided here (see :meth:`absent`).  The last version of a repeated input id wins.
+        ``continuing``: pre-split sources an earlier batch of the same run wrote, with the
+        ``(node id, hash)`` of their nodes so far; more nodes of such a source *continue* it (nothing
+        is deleted; its fingerprint is recorded over all its nodes).
         """
         plan = Plan()
         groups: Dict[str, Dict[str, BaseNode]] = {}
@@ -315,6 +327,11 @@ class IngestionEngine:
             if bad is not None:
                 plan.failed.append(_failure(doc_id, bad, nodes))
                 plan.delete.append(doc_id)
+                continue
+            if continuing is not None and doc_id in continuing and not isinstance(nodes[0], Document):
+                known = {nid for nid, _ in continuing[doc_id]}
+                parts = continuing[doc_id] + [(n.id_, n.hash) for n in nodes if n.id_ not in known]
+                plan.sources.append(SourcePlan(doc_id, nodes, self._fingerprint(parts), "continued"))
                 continue
             fp = self.fingerprint(nodes)
             if self.docstore is None or not self.plan_sources:
@@ -481,16 +498,52 @@ class IngestionEngine:
         """
         if run_kw.get("num_workers") is not None and run_kw["num_workers"] < 1:
             raise ValueError(f"num_workers must be >= 1, got {run_kw['num_workers']}")
+        from ragloom.node_parser.interface import metadata_warnings_once
+
+        with metadata_warnings_once():  # one metadata-budget warning per document, retries included
+            return self._run(batches, force, delete_absent, delete_scope, raise_on_error, progress_callback,
+                             collect, plans, **run_kw)
+
+    @staticmethod
+    def _fail_rest_of_failed_sources(plan: Plan, failed_sources: Set[str]) -> None:
+        """More pre-split nodes of a source that already failed in this run fail too (not written)."""
+        if not failed_sources:
+            return
+        rest = [s for s in plan.sources if s.doc_id in failed_sources]
+        if rest:
+            plan.sources = [s for s in plan.sources if s.doc_id not in failed_sources]
+            plan.failed.extend(
+                DocumentFailure(s.doc_id, "an earlier part of this source document failed", ()) for s in rest
+            )
+
+    def _run(
+        self,
+        batches: Iterable[Sequence[BaseNode]],
+        force: bool,
+        delete_absent: bool,
+        delete_scope: Optional[Callable[[str], bool]],
+        raise_on_error: bool,
+        progress_callback: Optional[ProgressCallback],
+        collect: Optional[List[BaseNode]],
+        plans: Optional[List[Plan]],
+        **run_kw: Any,
+    ) -> IngestionStats:
         stats = IngestionStats()
         seen: Set[str] = set()
+        # pre-split sources written by an earlier batch of this run: (node id, hash) of their nodes so far
+        continuing: Dict[str, List[Tuple[Optional[str], str]]] = {}
+        failed_sources: Set[str] = set()
         for batch in batches:
             inputs = list(batch)
             if not inputs:
                 continue
-            plan = self.plan(inputs, force=force)
+            plan = self.plan(inputs, force=force, continuing=continuing)
+            self._fail_rest_of_failed_sources(plan, failed_sources)
             if plans is not None:
                 plans.append(plan)
-            n_sources = len(plan.sources) + len(plan.unchanged) + len(plan.failed)
+            n_sources = sum(1 for s in plan.sources if s.status != "continued") + len(plan.unchanged) + sum(
+                1 for f in plan.failed if f.doc_id not in seen
+            )
             stats.documents += n_sources
             seen.update(s.doc_id for s in plan.sources)
             seen.update(s.doc_id for s in plan.unchanged)
@@ -507,9 +560,19 @@ class IngestionEngine:
             stats.failed.extend(failed)
             ok = [s for s in plan.sources if s.doc_id not in failed_ids]
             nodes = _unique(nodes)
+            delete = list(plan.delete)
+            for f in [*plan.failed, *failed]:  # a source that fails loses the parts earlier batches wrote
+                failed_sources.add(f.doc_id)
+                if continuing.pop(f.doc_id, None) is not None and f.doc_id not in delete:
+                    delete.append(f.doc_id)
             if self.docstore is not None or self.vector_store is not None:
                 # failed sources were deleted by the plan too: their old nodes must not outlive them
-                self.write(ok, nodes, plan.delete)
+                self.write(ok, nodes, delete)
+            for src in ok:
+                if not isinstance(src.inputs[0], Document):
+                    known = continuing.setdefault(src.doc_id, [])
+                    have = {nid for nid, _ in known}
+                    known.extend((n.id_, n.hash) for n in src.inputs if n.id_ not in have)
             stats.batches += 1
             stats.added += sum(1 for s in ok if s.status == "new")
             stats.updated += sum(1 for s in ok if s.status == "changed")
@@ -528,6 +591,10 @@ class IngestionEngine:
                 stats.deleted = len(gone)
         if self.docstore is not None:
             stats.documents_in_docstore = len(self.recorded_sources())
+        first: Dict[str, DocumentFailure] = {}
+        for f in stats.failed:
+            first.setdefault(f.doc_id, f)
+        stats.failed = list(first.values())
         if raise_on_error and stats.failed:
             raise IngestionError(stats.failed)
         for f in stats.failed:

@@ -173,7 +173,8 @@ def _hidden_keys(node: BaseNode) -> List[str]:
 
 
 def _refresh_hidden(inp: BaseNode, outputs: List[BaseNode]) -> None:
-    """Copy the input's bookkeeping metadata (hidden from both views, so not in the key) onto cached outputs."""
+    """Copy the input's bookkeeping metadata (hidden from both views, so not in the key) onto cached outputs.
+    Not for node parsers: their key includes it, and they may write hidden keys of their own."""
     keys = _hidden_keys(inp)
     if not keys:
         return
@@ -202,7 +203,8 @@ def _apply_cached(
     if cache is None and executor is None:
         return _carry(transform, nodes, _run_step(transform, nodes, kw, *hooks))
     digest = transformation_digest(transform)
-    keys = [node_transform_key(n, transform, digest) for n in nodes]
+    with_hidden = _is_parser(transform)  # see node_transform_key
+    keys = [node_transform_key(n, transform, digest, with_hidden) for n in nodes]
     found = cache.get_many(keys, collection=collection) if cache is not None else {}
     miss_idx: Dict[str, int] = {}
     for i, key in enumerate(keys):
@@ -237,7 +239,8 @@ def _apply_cached(
         else:
             outs = found[key] if key not in emitted else [n.copy() for n in found[key]]
             emitted.add(key)
-            _refresh_hidden(node, outs)
+            if not with_hidden:  # a parser's key covers the hidden metadata: its outputs are exact
+                _refresh_hidden(node, outs)
             result.extend(outs)
             if embed_counts is not None and node.embedding is None and _is_embedding(transform):
                 embed_counts.reused += len(outs)  # vectors from the ingestion cache

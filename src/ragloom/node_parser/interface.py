@@ -9,12 +9,14 @@ construction, deterministic ids, SOURCE/PREVIOUS/NEXT relationships).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import logging
 import uuid
 from abc import abstractmethod
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import msgspec
 
@@ -53,7 +55,8 @@ class NodeParser(TransformComponent):
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[BaseNode]:
         """The chunk nodes of ``nodes``, each keeping the *original* source document (see
         :func:`carry_source`), so parsers chain: ``parser2(parser1(docs))``."""
-        return carry_source(nodes, self.get_nodes_from_documents(nodes, **kwargs))
+        with metadata_warnings_once():
+            return carry_source(nodes, self.get_nodes_from_documents(nodes, **kwargs))
 
 
 def carry_source(inputs: Sequence[BaseNode], outputs: List[BaseNode]) -> List[BaseNode]:
@@ -114,6 +117,36 @@ def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
 #: (its node count at least doubles); at 0.8 it would grow fivefold.
 METADATA_WARN_SHARE = 0.5
 
+#: ``(source document, metadata keys)`` already warned about in the current
+#: :func:`metadata_warnings_once` block; ``None`` outside one.
+_WARNED: contextvars.ContextVar[Optional[set]] = contextvars.ContextVar("ragloom_metadata_warned", default=None)
+
+
+@contextlib.contextmanager
+def metadata_warnings_once() -> Iterator[None]:
+    """Within this block, :func:`check_metadata_overhead` warns once per source document and keys
+    (a nested block shares the outer one's record).  Opened by :meth:`NodeParser.__call__` and by
+    each ingestion-engine run, so a chain of parsers (whose later parsers see every chunk of the
+    document, with its metadata) or a batch retried document by document warns once."""
+    if _WARNED.get() is not None:
+        yield
+        return
+    token = _WARNED.set(set())
+    try:
+        yield
+    finally:
+        _WARNED.reset(token)
+
+
+def _source_name(node: Optional[BaseNode], doc_id: Optional[str]) -> str:
+    """The document a metadata problem is reported for: ``doc_id``, else the node's source document
+    (a chunk split again by a chained parser names its document, not itself)."""
+    if node is None:
+        return doc_id or "(metadata string)"
+    if doc_id is not None and doc_id != node.id_:
+        return doc_id
+    return node.ref_doc_id or node.id_
+
 
 def check_metadata_overhead(
     tokenizer: Any,
@@ -126,7 +159,8 @@ def check_metadata_overhead(
 
     The metadata a chunk is embedded with must leave room for text: a document whose wrappers take
     ``chunk_size`` tokens or more raises; one whose wrappers take :data:`METADATA_WARN_SHARE` of it
-    or more is logged once (per document and call), naming the metadata keys to exclude.
+    or more is logged, naming the metadata keys to exclude: once per source document inside a
+    :func:`metadata_warnings_once` block (each ingestion run, each ``parser(nodes)`` call), else per call.
 
     Raises:
         MetadataTooLongError: (a ``ValueError``) the metadata leave no room; names the document and keys.
@@ -144,7 +178,7 @@ def check_metadata_overhead(
         if used * 1.0 < chunk_size * METADATA_WARN_SHARE:
             continue
         keys = tuple(node._visible_metadata(mode).keys()) if node is not None else ()
-        who = doc_id or (node.id_ if node is not None else "(metadata string)")
+        who = _source_name(node, doc_id)
         doc = repr(who)
         if used >= chunk_size:
             raise MetadataTooLongError(
@@ -154,6 +188,11 @@ def check_metadata_overhead(
                 "(excluded_embed_metadata_keys)",
                 keys,
             )
+        warned = _WARNED.get()
+        if warned is not None:
+            if (who, keys) in warned:
+                continue
+            warned.add((who, keys))
         logger.warning(
             "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
             "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size",
