@@ -528,63 +528,67 @@ class IngestionEngine:
         plans: Optional[List[Plan]],
         **run_kw: Any,
     ) -> IngestionStats:
-        stats = IngestionStats()
-        seen: Set[str] = set()
-        # pre-split sources written by an earlier batch of this run: (node id, hash) of their nodes so far
-        continuing: Dict[str, List[Tuple[Optional[str], str]]] = {}
-        failed_sources: Set[str] = set()
+        run = _RunState()
         for batch in batches:
             inputs = list(batch)
             if not inputs:
                 continue
-            plan = self.plan(inputs, force=force, continuing=continuing)
-            self._fail_rest_of_failed_sources(plan, failed_sources)
+            plan = self.plan(inputs, force=force, continuing=run.continuing)
+            self._fail_rest_of_failed_sources(plan, run.failed_sources)
             if plans is not None:
                 plans.append(plan)
-            n_sources = sum(1 for s in plan.sources if s.status != "continued") + len(plan.unchanged) + sum(
-                1 for f in plan.failed if f.doc_id not in seen
-            )
-            stats.documents += n_sources
-            seen.update(s.doc_id for s in plan.sources)
-            seen.update(s.doc_id for s in plan.unchanged)
-            seen.update(f.doc_id for f in plan.failed)
-            stats.unchanged += len(plan.unchanged)
-            stats.failed.extend(plan.failed)
+            run.count_planned(plan)
             if plan.rehash:
                 with self._transaction():
                     self.docstore.set_document_hashes(plan.rehash)
             if not plan.sources and not plan.failed:
                 continue
-            nodes, failed, counts = self.transform(plan, progress_callback=progress_callback, **run_kw)
-            failed_ids = {f.doc_id for f in failed}
-            stats.failed.extend(failed)
-            ok = [s for s in plan.sources if s.doc_id not in failed_ids]
-            nodes = _unique(nodes)
-            delete = list(plan.delete)
-            for f in [*plan.failed, *failed]:  # a source that fails loses the parts earlier batches wrote
-                failed_sources.add(f.doc_id)
-                if continuing.pop(f.doc_id, None) is not None and f.doc_id not in delete:
-                    delete.append(f.doc_id)
-            if self.docstore is not None or self.vector_store is not None:
-                # failed sources were deleted by the plan too: their old nodes must not outlive them
-                self.write(ok, nodes, delete)
-            for src in ok:
-                if not isinstance(src.inputs[0], Document):
-                    known = continuing.setdefault(src.doc_id, [])
-                    have = {nid for nid, _ in known}
-                    known.extend((n.id_, n.hash) for n in src.inputs if n.id_ not in have)
-            stats.batches += 1
-            stats.added += sum(1 for s in ok if s.status == "new")
-            stats.updated += sum(1 for s in ok if s.status == "changed")
-            stats.nodes_written += len(nodes)
-            stats.nodes_embedded += counts.embedded
-            stats.nodes_reused += counts.reused
+            nodes = self._run_batch(plan, run, progress_callback, run_kw)
             if collect is not None:
                 collect.extend(nodes)
             if progress_callback is not None:
                 progress_callback("committed", nodes)
+        return self._finish(run, delete_absent, delete_scope, raise_on_error)
+
+    def _run_batch(
+        self, plan: Plan, run: "_RunState", progress_callback: Optional[ProgressCallback], run_kw: Dict[str, Any]
+    ) -> List[BaseNode]:
+        """Transform and write one planned batch; returns the nodes written."""
+        stats = run.stats
+        nodes, failed, counts = self.transform(plan, progress_callback=progress_callback, **run_kw)
+        failed_ids = {f.doc_id for f in failed}
+        stats.failed.extend(failed)
+        ok = [s for s in plan.sources if s.doc_id not in failed_ids]
+        nodes = _unique(nodes)
+        delete = list(plan.delete)
+        for f in [*plan.failed, *failed]:  # a source that fails loses the parts earlier batches wrote
+            run.failed_sources.add(f.doc_id)
+            if run.continuing.pop(f.doc_id, None) is not None and f.doc_id not in delete:
+                delete.append(f.doc_id)
+        if self.docstore is not None or self.vector_store is not None:
+            # failed sources were deleted by the plan too: their old nodes must not outlive them
+            self.write(ok, nodes, delete)
+        for src in ok:
+            if not isinstance(src.inputs[0], Document):
+                known = run.continuing.setdefault(src.doc_id, [])
+                have = {nid for nid, _ in known}
+                known.extend((n.id_, n.hash) for n in src.inputs if n.id_ not in have)
+        stats.batches += 1
+        stats.added += sum(1 for s in ok if s.status == "new")
+        stats.updated += sum(1 for s in ok if s.status == "changed")
+        stats.nodes_written += len(nodes)
+        stats.nodes_embedded += counts.embedded
+        stats.nodes_reused += counts.reused
+        return nodes
+
+    def _finish(
+        self, run: "_RunState", delete_absent: bool, delete_scope: Optional[Callable[[str], bool]],
+        raise_on_error: bool,
+    ) -> IngestionStats:
+        """Absent sources, final counts, the failure report."""
+        stats = run.stats
         if delete_absent:
-            gone = self.absent(seen, delete_scope)
+            gone = self.absent(run.seen, delete_scope)
             if gone:
                 with self._transaction():
                     self._delete(gone)
@@ -600,6 +604,30 @@ class IngestionEngine:
         for f in stats.failed:
             logger.warning("document %s not ingested: %s", f.doc_id, f.message)
         return stats
+
+
+@dataclass
+class _RunState:
+    """What one :meth:`IngestionEngine.run` carries from batch to batch."""
+
+    stats: IngestionStats = field(default_factory=IngestionStats)
+    seen: Set[str] = field(default_factory=set)
+    #: pre-split sources written by an earlier batch of this run: (node id, hash) of their nodes so far
+    continuing: Dict[str, List[Tuple[Optional[str], str]]] = field(default_factory=dict)
+    failed_sources: Set[str] = field(default_factory=set)
+
+    def count_planned(self, plan: Plan) -> None:
+        stats = self.stats
+        stats.documents += (
+            sum(1 for s in plan.sources if s.status != "continued")
+            + len(plan.unchanged)
+            + sum(1 for f in plan.failed if f.doc_id not in self.seen)
+        )
+        self.seen.update(s.doc_id for s in plan.sources)
+        self.seen.update(s.doc_id for s in plan.unchanged)
+        self.seen.update(f.doc_id for f in plan.failed)
+        stats.unchanged += len(plan.unchanged)
+        stats.failed.extend(plan.failed)
 
 
 def _unique(nodes: List[BaseNode]) -> List[BaseNode]:
