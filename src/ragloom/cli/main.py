@@ -66,7 +66,8 @@ def _echo_json(data: Any) -> None:
               help="Tokens per chunk, metadata included [default: the embed model's limit, 254].")
 @click.option("--chunk-overlap", type=click.IntRange(min=0), default=None,
               help="Tokens shared by consecutive chunks [default: chunk size / 8].")
-@click.option("--ext", "required_exts", multiple=True, help="Only files with this extension, e.g. --ext .md (repeatable).")
+@click.option("--ext", "required_exts", multiple=True,
+              help="Only files with this extension, e.g. --ext .md (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
 @click.option("--include-hidden", is_flag=True, help="Also read hidden files and folders (names starting with '.').")
@@ -80,7 +81,8 @@ def _echo_json(data: Any) -> None:
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.option("--files-per-batch", type=click.IntRange(min=1), default=32, show_default=True,
               help="Files split, embedded and committed per transaction (a killed run keeps every finished batch).")
-@click.option("--wait", is_flag=True, help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
+@click.option("--wait", is_flag=True,
+              help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
 @click.option("--parser", type=click.Choice(["sentence", "auto"]), default="sentence", show_default=True,
               help="'sentence': sentence splitting for every file; 'auto': by file type (Markdown, HTML, JSON "
                    "and code parsers, sentence splitting for the rest). Changing it re-chunks the files.")

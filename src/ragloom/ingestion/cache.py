@@ -20,7 +20,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union, cast
 
 import apsw
 import msgspec
@@ -109,6 +109,10 @@ class IngestionCache:
         busy_timeout_ms: how long a writer waits for another process's lock.
     """
 
+    path: str
+    _conn: apsw.Connection
+    _lock: "threading.RLock"
+
     def __init__(
         self,
         cache: Union[str, "os.PathLike[str]", "IngestionCache", None] = None,
@@ -184,11 +188,10 @@ class IngestionCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return int(
-                self._conn.execute(
-                    "SELECT count(*) FROM ingestion_cache WHERE collection = ?", (self.collection,)
-                ).fetchall()[0][0]
-            )
+            rows = self._conn.execute(
+                "SELECT count(*) FROM ingestion_cache WHERE collection = ?", (self.collection,)
+            ).fetchall()
+            return int(cast(int, rows[0][0]))
 
     def persist(self, persist_path: Union[str, "os.PathLike[str]"], fs: Any = None) -> None:
         """Copy the cache database to ``persist_path`` (no-op when that is its own file)."""

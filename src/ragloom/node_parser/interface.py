@@ -358,7 +358,9 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
             wrappers,
         )
 
-    def _check_overhead(self, wrappers: Sequence[Tuple[str, str, MetadataMode]], node: Optional[BaseNode]) -> List[Tuple[str, str]]:
+    def _check_overhead(
+        self, wrappers: Sequence[Tuple[str, str, MetadataMode]], node: Optional[BaseNode]
+    ) -> List[Tuple[str, str]]:
         return check_metadata_overhead(self.tokenizer, self.chunk_size, wrappers, node)
 
     def split_spans(self, text: str, metadata_str: Optional[str] = None) -> List[Span]:
@@ -435,7 +437,9 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         infos: List[RelatedNodeInfo] = []
         if links:
             ntype = TextNode(text="").get_type()
-            infos = [RelatedNodeInfo(node_id=nid, node_type=ntype, hash=hx) for nid, hx in zip(ids, hashes)]
+            infos = [
+                RelatedNodeInfo(node_id=nid, node_type=ntype, hash=hx) for nid, hx in zip(ids, hashes, strict=True)
+            ]
         for i, (a, b) in enumerate(spans):
             rels: Dict[NodeRelationship, Any] = {SOURCE: src}
             if links:
@@ -493,7 +497,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
             return result
 
         def handle(batch: List[Tuple[BaseNode, str]], sizers: list) -> None:
-            for (doc, text), sizer in zip(batch, sizers):
+            for (doc, text), sizer in zip(batch, sizers, strict=True):
                 if self.include_metadata:
                     wrappers = _wrappers_for(doc)
                 else:

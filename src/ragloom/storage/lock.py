@@ -47,7 +47,7 @@ class IndexLock:
                 f"index {self.path.parent} is locked by pid {pid if pid is not None else '?'} "
                 "(another 'ragloom index' is writing it); wait for it to finish"
             )
-            err.pid = pid  # type: ignore[attr-defined]
+            err.pid = pid
             raise err from None
         fh.seek(0)
         fh.truncate()

@@ -21,7 +21,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import apsw
 import sqlite_vec
@@ -130,7 +130,7 @@ class SQLiteDatabase:
                 logger.warning("SQLite could not switch %s to WAL (journal_mode=%s)", path, mode)
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.create_scalar_function("ragloom_casefold", _casefold, 1, deterministic=True)
+        conn.create_scalar_function("ragloom_casefold", cast(Any, _casefold), 1, deterministic=True)
         return conn
 
     def _create_schema(self) -> None:
@@ -139,7 +139,7 @@ class SQLiteDatabase:
             rows = self._conn.execute("SELECT version FROM schema_version").fetchall()
             if not rows:
                 self._conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
-            elif rows[0][0] > SCHEMA_VERSION:
+            elif int(cast(Any, rows[0][0])) > SCHEMA_VERSION:
                 raise RuntimeError(
                     f"{self._path} was written by a newer ragloom (schema version {rows[0][0]}, "
                     f"this version reads up to {SCHEMA_VERSION}); upgrade ragloom"
@@ -158,7 +158,7 @@ class SQLiteDatabase:
 
     @property
     def schema_version(self) -> int:
-        return int(self.connection.execute("SELECT version FROM schema_version").fetchall()[0][0])
+        return int(cast(Any, self.connection.execute("SELECT version FROM schema_version").fetchall()[0][0]))
 
     def close(self) -> None:
         """Close the connection (a file-backed WAL database is checkpointed by SQLite)."""

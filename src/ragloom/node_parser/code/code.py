@@ -164,14 +164,18 @@ class CodeSplitter(FormatNodeParser):
         return self._unavailable
 
     # -- chunking ------------------------------------------------------------------------
-    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
+    # one tree walk with its closures over the parse (kept whole until CodeSplitter hands its syntax
+    # boundaries to the shared packer, docs/architecture.md "Known gaps")
+    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:  # noqa: C901
         n = len(text)
         line_starts = [0]
         i = text.find("\n")
         while i != -1:
             line_starts.append(i + 1)
             i = text.find("\n", i + 1)
-        wrappers = self._wrappers(doc, {START_LINE_KEY: 0, END_LINE_KEY: 0}, _HIDDEN, _HIDDEN) if self.chunk_size else []
+        wrappers = (
+            self._wrappers(doc, {START_LINE_KEY: 0, END_LINE_KEY: 0}, _HIDDEN, _HIDDEN) if self.chunk_size else []
+        )
         tok = self.tokenizer if self.chunk_size else None
         width = len(str(len(line_starts))) + 1
         max_chars, max_lines, budget = self.max_chars, self.chunk_lines, self.chunk_size
@@ -312,7 +316,9 @@ class CodeSplitter(FormatNodeParser):
             out.append(Piece(render(a, b), a, b, meta, _HIDDEN, _HIDDEN))
         return out
 
-    def _pack_atoms(self, text: str, atoms: Sequence[Atom], glued: set, fits: Any, line_starts: List[int], line_of: Any) -> List[Tuple[int, int]]:
+    def _pack_atoms(  # noqa: C901 - one greedy loop with its back-off cases (see the module doc)
+        self, text: str, atoms: Sequence[Atom], glued: set, fits: Any, line_starts: List[int], line_of: Any
+    ) -> List[Tuple[int, int]]:
         spans: List[Tuple[int, int]] = []
         i, m = 0, len(atoms)
         start = atoms[0][0] if atoms else 0

@@ -65,7 +65,8 @@ CODE_EXTENSIONS: Dict[str, str] = {
     ".go": "go",
     ".rs": "rust",
     ".c": "c", ".h": "c",
-    ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
+    ".cpp": "cpp", ".cc": "cpp", ".cxx": "cpp", ".c++": "cpp",
+    ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".h++": "cpp",
     ".cs": "c_sharp",
 }
 

@@ -59,7 +59,9 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                         (json.dumps(ids[start : start + chunk]),),
                     ).fetchall()
                     if found:
-                        raise ValueError(f"node_id {found[0][0]} already exists. Set allow_update to True to overwrite.")
+                        raise ValueError(
+                            f"node_id {found[0][0]} already exists. Set allow_update to True to overwrite."
+                        )
                 if len(set(ids)) != len(ids):
                     dup = next(i for i in ids if ids.count(i) > 1)
                     raise ValueError(f"node_id {dup} is given twice. Set allow_update to True to overwrite.")
@@ -90,7 +92,11 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                     "INSERT INTO docstore_ref_docs(ref_doc_id, metadata) VALUES (?, ?) "
                     "ON CONFLICT(ref_doc_id) DO UPDATE SET metadata = excluded.metadata "
                     "WHERE docstore_ref_docs.metadata = '{}'",
-                    [(ref, msgspec.json.encode(n.metadata or {}).decode("utf-8")) for n, ref in refs if ref is not None],
+                    [
+                        (ref, msgspec.json.encode(n.metadata or {}).decode("utf-8"))
+                        for n, ref in refs
+                        if ref is not None
+                    ],
                 )
             self._drop_empty_ref_docs(previous_refs)
 
@@ -163,7 +169,7 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                     "SELECT doc_id FROM docstore_meta WHERE ref_doc_id = ? ORDER BY rowid", (ref_doc_id,)
                 )
             ]
-        return RefDocInfo(node_ids=node_ids, metadata=json.loads(rows[0][0]))
+        return RefDocInfo(node_ids=node_ids, metadata=json.loads(str(rows[0][0])))
 
     def get_all_ref_doc_info(self) -> Dict[str, RefDocInfo]:
         with self._db.snapshot():

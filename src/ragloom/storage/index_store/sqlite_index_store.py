@@ -15,7 +15,8 @@ class SQLiteIndexStore(SQLiteBacked, BaseIndexStore):
     """Index store on a :class:`SQLiteDatabase` (in memory unless one is given)."""
 
     def index_structs(self) -> List[IndexStruct]:
-        return [IndexStruct.from_json(data) for (data,) in self._db.execute("SELECT data FROM index_structs ORDER BY rowid")]
+        rows = self._db.execute("SELECT data FROM index_structs ORDER BY rowid")
+        return [IndexStruct.from_json(data) for (data,) in rows]
 
     def add_index_struct(self, index_struct: IndexStruct) -> None:
         """Insert or replace the struct with this ``index_id``."""
