@@ -63,6 +63,19 @@ cores, so ~20 min; ~40 min on the shared machine); a rerun takes about a minute.
 
 ``ragloom-semantic`` (SemanticSplitterNodeParser, ``max_chunk_size`` = the config's size, overlap 0
 only) can be added to ``--chunkers``; it embeds every sentence group first, so it costs more.
+
+``ragloom-index`` is the node parser ``ragloom index`` builds for the bundled model:
+``ragloom.settings.default_node_parser(embed, parser=--parser)``, with *its* defaults (chunk size = the
+model's 254-token limit and overlap 31, both in the model's WordPiece tokens, not cl100k; ``--configs``
+does not apply to it).  Each corpus is one document whose metadata hold its file name (``finance.md``), so
+``--parser auto`` routes the five ``.md`` corpora to the ``MarkdownNodeParser`` exactly as ``ragloom index
+--parser auto`` would (these corpora are plain text with a ``.md`` name: no headings, so a document is one
+section, cut by the span engine without overlap), and ``--parser sentence`` gives the ``SentenceSplitter``.
+The file name is counted in the chunk budget (metadata-aware splitting) in both arms; the vector is that of
+the chunk text, as for every row.
+
+    python benchmarks/chunking_eval.py --chunkers ragloom-index --parser auto
+
 Prints one table and one JSON line.
 """
 
@@ -98,7 +111,7 @@ DEFAULT_CHUNKERS = (
     "ragloom-sentence,ragloom-token,llama-sentence,llama-token,fixed-1200-chars"
 )
 #: chunkers whose output does not depend on the size/overlap configuration
-FIXED_CHUNKERS = {"fixed-1200-chars"}
+FIXED_CHUNKERS = {"fixed-1200-chars", "ragloom-index"}
 
 #: published figures (upstream README / shared/data/README.md): OpenAI text-embedding-3-large, k = 5
 REFERENCES = {
@@ -251,7 +264,7 @@ def locate(
 
 
 def make_chunker(
-    name: str, size: int, overlap: int, embed
+    name: str, size: int, overlap: int, embed, parser: str = "sentence"
 ) -> Callable[[str, str], Chunking]:
     """A function ``(corpus id, text) -> Chunking`` for one chunker at one configuration."""
     if name.startswith("ragloom-"):
@@ -262,7 +275,11 @@ def make_chunker(
         )
         from ragloom.schema import Document
 
-        if name == "ragloom-sentence":
+        if name == "ragloom-index":
+            from ragloom.settings import default_node_parser
+
+            splitter = default_node_parser(embed, parser=parser)
+        elif name == "ragloom-sentence":
             splitter = SentenceSplitter(
                 chunk_size=size, chunk_overlap=overlap, tokenizer=TOKENIZER
             )
@@ -279,7 +296,9 @@ def make_chunker(
 
         def run_ragloom(cid: str, text: str) -> Chunking:
             out = Chunking()
-            for node in splitter([Document(text=text, id_=cid)]):
+            # ragloom-index: the file name, as a reader records it, is what routes the document
+            metadata = {"file_name": f"{cid}.md"} if name == "ragloom-index" else {}
+            for node in splitter([Document(text=text, id_=cid, metadata=metadata)]):
                 a, b = node.start_char_idx, node.end_char_idx
                 if a is None or b is None or text[a:b] != node.text:
                     out.offset_errors += 1
@@ -391,12 +410,13 @@ def evaluate(
     top_ks: Sequence[int],
     count_tokens: Callable[[list[str]], list[int]],
     chunk_timeout: int,
+    parser: str = "sentence",
 ) -> dict:
     """Scores of one chunker at one size/overlap; ``{"error": ...}`` when a corpus takes over
     ``chunk_timeout`` seconds (wall) to chunk."""
     import numpy as np
 
-    chunker = make_chunker(name, size, overlap, embed)
+    chunker = make_chunker(name, size, overlap, embed, parser)
     chunks: list[Chunk] = []
     unlocated = offset_errors = 0
     t0 = time.perf_counter()
@@ -455,8 +475,19 @@ def evaluate(
     def mean(xs):
         return round(float(np.mean(xs)), 4) if len(xs) else 0.0
 
+    extra = {}
+    if name == "ragloom-index":
+        from ragloom.settings import default_node_parser
+
+        resolved = default_node_parser(embed, parser=parser)
+        extra = {
+            "parser": parser,
+            "splitter": type(resolved).__name__,
+            "budget": f"{resolved.chunk_size}/{resolved.chunk_overlap} model tokens",
+        }
     return {
         "chunker": name,
+        **extra,
         "chunk_size": None if name in FIXED_CHUNKERS else size,
         "chunk_overlap": None if name in FIXED_CHUNKERS else overlap,
         "chunks": len(chunks),
@@ -486,6 +517,8 @@ def evaluate(
 
 def print_row(r: dict, modes: Sequence[str]) -> None:
     cfg = "-" if r["chunk_size"] is None else f"{r['chunk_size']}/{r['chunk_overlap']}"
+    if r.get("budget"):
+        cfg = r["budget"].split()[0]
     if "error" in r:
         print(f"{r['chunker']:18s} {cfg:>8s}  FAILED: {r['error']}")
         sys.stdout.flush()
@@ -495,6 +528,8 @@ def print_row(r: dict, modes: Sequence[str]) -> None:
         for m in modes
     )
     ref = REFERENCES.get(r["chunker"], "")
+    if r.get("parser"):
+        ref = f"--parser {r['parser']}: {r['splitter']}, budget in model tokens"
     print(
         f"{r['chunker']:18s} {cfg:>8s} {r['chunks']:6d} {r['mean_tokens']:7.1f} {r['max_tokens']:5d} "
         f"{r['over_model_window']:6d} {r['unlocated']:5d} {cells} {r['precision_omega']:7.4f}"
@@ -526,6 +561,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         default=300,
         help="seconds one chunker may take on one corpus before its row is reported as failed",
+    )
+    ap.add_argument(
+        "--parser",
+        choices=["sentence", "auto"],
+        default="sentence",
+        help="node parser of the ragloom-index chunker (ragloom.settings.default_node_parser)",
     )
     ap.add_argument("--json-out", default=None, help="also write the JSON result here")
     args = ap.parse_args(argv)
@@ -609,6 +650,7 @@ def main() -> int:
                 args.top_k,
                 count_tokens,
                 args.chunk_timeout,
+                args.parser,
             )
             results.append(r)
             print_row(r, modes)
@@ -624,6 +666,7 @@ def main() -> int:
         "model": embed.model_name,
         "tokenizer": TOKENIZER,
         "top_k": modes,
+        "parser": args.parser,
         "questions": len(questions),
         "results": results,
         "references": REFERENCES,

@@ -7,15 +7,26 @@ Datasets (read in place from ``shared/data``; BEIR layout, see its README):
 * ``cranfield`` — ``ir/cranfield``, title + text, 225 queries, graded judgements (gain = grade, linear as in
   BEIR/pytrec_eval);
 * ``fastapi``   — 10 hand-written questions over the 40 ``docs/en/docs/tutorial/*.md`` pages of
-  ``markdown_fastapi``, each with one unambiguous answer page; top-1 page accuracy and MRR (a node's page is its
-  ``file_name``).
+  ``markdown_fastapi`` (``--fastapi-scope tutorial``, the default) or over all 155 pages of its English docs,
+  ``docs/en/docs/**/*.md`` (``--fastapi-scope all``: the same questions among many more near-miss pages), each
+  with one unambiguous answer page; top-1 page accuracy and MRR of the node ranking, and nDCG@10 of the page
+  ranking (one relevant page, a page scored by its best node).  A node's page is its path below
+  ``docs/en/docs`` (``tutorial/path-params.md``).
 
-Pipeline, the way a ragloom user builds an index: ``Document`` → ragloom ``SentenceSplitter`` (chunk_size =
-the model's text-token limit, 254 for the bundled all-MiniLM-L6-v2, overlap 32 — what ``ragloom index`` uses;
-many SciFact and CMRC docs are longer than 254 tokens) → embedded with the bundled ``HuggingFaceEmbedding()``
-→ ``VectorStoreIndex`` over an in-memory ``SQLiteVectorStore``.  The FastAPI pages go through
-``SimpleDirectoryReader`` and the index's default transformations instead.  Retrieval is node-level; a
-corpus document's score is that of its best node (first occurrence in the node ranking).
+Pipeline, the way a ragloom user builds an index: ``Document`` → the node parser of
+``ragloom.settings.default_node_parser(embed, chunk_size, chunk_overlap, parser=--parser)`` (chunk_size =
+the model's text-token limit, 254 for the bundled all-MiniLM-L6-v2, overlap 32; many SciFact and CMRC docs are
+longer than 254 tokens) → embedded with the bundled ``HuggingFaceEmbedding()`` → ``VectorStoreIndex`` over an
+in-memory ``SQLiteVectorStore``.  The FastAPI pages go through ``SimpleDirectoryReader`` and
+``default_node_parser(embed, parser=--parser)`` (the model's defaults: 254 tokens, overlap 31 — what
+``ragloom index`` uses).  Retrieval is node-level; a corpus document's score is that of its best node (first
+occurrence in the node ranking).
+
+``--parser sentence`` (default) splits every document with the ``SentenceSplitter``; ``--parser auto`` routes
+by file type (``SimpleFileNodeParser``: Markdown, HTML, JSON, code parsers; sentence splitting for the rest),
+as ``ragloom index --parser auto`` does.  The BEIR corpora carry no file name, so ``auto`` gives them the very
+same sentence-split nodes (the run checks it: the node texts are compared with ``sentence``'s); only the
+FastAPI Markdown pages are parsed differently.
 
 Methods (all from ``SQLiteVectorStore.query``; the candidates fuse the store's own dense and BM25 node
 rankings, taken with the same pools as ``hybrid`` uses for ``similarity_top_k=100``, i.e. 400 nodes each):
@@ -42,12 +53,15 @@ averaged over the judged queries that have at least one relevant document:
   relevant documents of the query.
 
 Embeddings are cached as ``.npy`` under ``--cache-dir`` (default ``/tmp/ragloom_retrieval_bench``), keyed by
-dataset, model identity and a hash of the texts (not the device), so a rerun embeds nothing; ``--device cuda``
+dataset, model identity and a hash of the texts (not the device), so a rerun embeds nothing; ``--embed-cache
+FILE`` also keeps every chunk vector in a ragloom ``EmbeddingCache`` (keyed by text, so the other parser, the
+other FastAPI scope or a ``ragloom index`` run seeded with that file embeds only new chunks); ``--device cuda``
 embeds through ragloom on a GPU (fp16, cosine >= 0.9998 to the CPU vectors).  OPENBLAS_CORETYPE is set on these
 machines; it does not matter here (sqlite-vec computes the cosine distances, numpy only does bookkeeping).
 
     python benchmarks/retrieval_quality.py [--datasets scifact,cmrc2018,cranfield,fastapi]
-        [--max-queries N] [--json-out benchmarks/results/retrieval_quality.json]
+        [--parser sentence|auto] [--fastapi-scope tutorial|all] [--max-queries N]
+        [--json-out benchmarks/results/retrieval_quality.json]
 
 Prints one table per dataset beside the published reference figures, a summary against the targets of
 issue 6, then one JSON line.
@@ -98,28 +112,30 @@ REFERENCES: dict[str, dict[str, dict[str, str]]] = {
     "fastapi": {},
 }
 
-#: (question, answer page) — each page is the one tutorial page that answers the question.
+#: (question, answer page) — each page is the one tutorial page that answers the question (path below
+#: ``docs/en/docs``).
 FASTAPI_QUESTIONS = [
-    ("How do I declare a path parameter?", "path-params.md"),
+    ("How do I declare a path parameter?", "tutorial/path-params.md"),
     (
         "How do I add CORS middleware so a frontend on another origin can call my API?",
-        "cors.md",
+        "tutorial/cors.md",
     ),
-    ("How do I run a task after returning a response?", "background-tasks.md"),
-    ("How do I upload a file?", "request-files.md"),
+    ("How do I run a task after returning a response?", "tutorial/background-tasks.md"),
+    ("How do I upload a file?", "tutorial/request-files.md"),
     (
         "How do I return a 404 error to the client with HTTPException?",
-        "handling-errors.md",
+        "tutorial/handling-errors.md",
     ),
-    ("How do I write tests for my app with TestClient?", "testing.md"),
+    ("How do I write tests for my app with TestClient?", "tutorial/testing.md"),
     (
         "How do I split a big application into several files with APIRouter?",
-        "bigger-applications.md",
+        "tutorial/bigger-applications.md",
     ),
-    ("How do I convert a Pydantic model into a JSON-compatible dict?", "encoder.md"),
-    ("How do I connect to a SQL database with SQLModel?", "sql-databases.md"),
-    ("How do I partially update an item with PATCH?", "body-updates.md"),
+    ("How do I convert a Pydantic model into a JSON-compatible dict?", "tutorial/encoder.md"),
+    ("How do I connect to a SQL database with SQLModel?", "tutorial/sql-databases.md"),
+    ("How do I partially update an item with PATCH?", "tutorial/body-updates.md"),
 ]
+FASTAPI_DOCS = ("markdown_fastapi", "docs", "en", "docs")
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _CJK_CHAR_RE = re.compile(f"[{_CJK}]")
@@ -166,14 +182,13 @@ def beir_documents(name: str, use_title: bool):
     return docs
 
 
-def split_nodes(docs, embed) -> list:
-    """SentenceSplitter nodes (deterministic ids ``<doc id>::<n>``; ``ref_doc_id`` = the corpus id)."""
-    from ragloom.node_parser import SentenceSplitter
+def split_nodes(docs, embed, parser: str = "sentence") -> list:
+    """Nodes of ``default_node_parser(embed, 254, 32, parser)`` (deterministic ids ``<doc id>::<n>``;
+    ``ref_doc_id`` = the corpus id)."""
+    from ragloom.settings import default_node_parser
 
-    splitter = SentenceSplitter(
-        chunk_size=int(embed.max_text_tokens),
-        chunk_overlap=32,
-        tokenizer=embed.get_tokenizer(),
+    splitter = default_node_parser(
+        embed, int(embed.max_text_tokens), 32, parser=parser
     )
     nodes = splitter(docs)
     seen: dict[str, int] = {}
@@ -386,11 +401,21 @@ def store_rankings(store, query_str: str, qvec, pool: int, top_k: int):
     return out
 
 
-def evaluate_ir(name: str, embed, cache_dir: Path, max_queries: int | None) -> dict:
+def evaluate_ir(
+    name: str, embed, cache_dir: Path, max_queries: int | None, parser: str = "sentence"
+) -> dict:
     use_title = name != "cmrc2018"
     t0 = time.perf_counter()
     docs = beir_documents(name, use_title)
-    nodes = split_nodes(docs, embed)
+    nodes = split_nodes(docs, embed, parser)
+    if parser != "sentence":
+        # no file names here: routing must fall through to the same sentence-split nodes
+        plain = split_nodes(docs, embed, "sentence")
+        same = [(n.text, n.start_char_idx, n.end_char_idx) for n in nodes] == [
+            (n.text, n.start_char_idx, n.end_char_idx) for n in plain
+        ]
+        if not same:
+            raise SystemExit(f"{name}: --parser {parser} changed the nodes of a corpus without file names")
     node_doc = {n.node_id: n.ref_doc_id for n in nodes}
     qrels = read_qrels(DATA / "ir" / name / "qrels" / "test.tsv")
     queries = [
@@ -430,6 +455,7 @@ def evaluate_ir(name: str, embed, cache_dir: Path, max_queries: int | None) -> d
     query_s = time.perf_counter() - tq
     return {
         "dataset": name,
+        "parser": parser,
         "docs": len(docs),
         "nodes": len(nodes),
         "docs_split": sum(1 for nid in node_doc if nid.endswith("::1")),
@@ -447,25 +473,37 @@ def evaluate_ir(name: str, embed, cache_dir: Path, max_queries: int | None) -> d
     }
 
 
-def evaluate_fastapi(embed, cache_dir: Path) -> dict:
-    from ragloom.indices import VectorStoreIndex
+def evaluate_fastapi(
+    embed, cache_dir: Path, parser: str = "sentence", scope: str = "tutorial"
+) -> dict:
     from ragloom.readers import SimpleDirectoryReader
+    from ragloom.settings import default_node_parser
 
     t0 = time.perf_counter()
-    folder = DATA / "markdown_fastapi" / "docs" / "en" / "docs" / "tutorial"
-    docs = SimpleDirectoryReader(str(folder), required_exts=[".md"]).load_data()
-    probe = VectorStoreIndex(nodes=None, embed_model=embed)
-    from ragloom.ingestion import run_transformations
+    root = DATA.joinpath(*FASTAPI_DOCS)
+    if scope == "tutorial":
+        docs = SimpleDirectoryReader(
+            str(root / "tutorial"), required_exts=[".md"]
+        ).load_data()
+    else:
+        docs = SimpleDirectoryReader(
+            str(root), required_exts=[".md"], recursive=True
+        ).load_data()
+    # the node parser ``ragloom index --parser`` uses (the model's default chunk size and overlap)
+    splitter = default_node_parser(embed, parser=parser)
+    nodes = splitter(docs)
 
-    nodes = run_transformations(docs, probe.transformations)
+    def page_of(n) -> str:
+        return Path(os.path.relpath(str(n.metadata["file_path"]), root)).as_posix()
+
     for i, n in enumerate(nodes):
-        n.id_ = f"{n.metadata.get('file_name')}::{i}"
-    node_page = {n.node_id: str(n.metadata.get("file_name")) for n in nodes}
+        n.id_ = f"{page_of(n)}::{i}"
+    node_page = {n.node_id: page_of(n) for n in nodes}
     pages = sorted(set(node_page.values()))
     missing = [p for _, p in FASTAPI_QUESTIONS if p not in pages]
     if missing:
         raise SystemExit(f"fastapi answer pages not found: {missing}")
-    index, embed_s, _ = build_index(nodes, embed, "fastapi", cache_dir)
+    index, embed_s, _ = build_index(nodes, embed, f"fastapi-{scope}", cache_dir)
     qvecs, _ = cached_embeddings(
         "queries",
         "fastapi",
@@ -479,8 +517,11 @@ def evaluate_fastapi(embed, cache_dir: Path) -> dict:
     default_retriever = index.as_retriever(similarity_top_k=TOP_K)
     methods = candidate_methods()
     names = ["dense", "bm25", "hybrid"] + list(methods)
-    per: dict[str, dict[str, list[float]]] = {m: {"top1": [], "mrr": []} for m in names}
+    per: dict[str, dict[str, list[float]]] = {
+        m: {"top1": [], "mrr": [], "ndcg@10": []} for m in names
+    }
     top1_pages: dict[str, list[str]] = {m: [] for m in names}
+    answer_ranks: dict[str, list[int | None]] = {m: [] for m in names}
     for (question, page), v in zip(FASTAPI_QUESTIONS, qvecs, strict=True):
         cjk = is_mostly_cjk(question)
         dense, sparse, hybrid = store_rankings(store, question, v.tolist(), POOL, TOP_K)
@@ -501,8 +542,18 @@ def evaluate_fastapi(embed, cache_dir: Path) -> dict:
                     rr = 1.0 / (i + 1)
                     break
             per[m]["mrr"].append(rr)
+            ranked_docs = docs_of(rankings[m], node_page)  # pages, each at its best node
+            per[m]["ndcg@10"].append(ndcg_at(ranked_docs, {page: 1}))
+            answer_ranks[m].append(
+                ranked_docs.index(page) + 1 if page in ranked_docs else None
+            )
     return {
         "dataset": "fastapi",
+        "parser": parser,
+        "scope": scope,
+        "splitter": type(splitter).__name__,
+        "chunk_size": splitter.chunk_size,
+        "chunk_overlap": splitter.chunk_overlap,
         "docs": len(docs),
         "nodes": len(nodes),
         "queries": len(FASTAPI_QUESTIONS),
@@ -512,6 +563,8 @@ def evaluate_fastapi(embed, cache_dir: Path) -> dict:
             m: {k: round(sum(v) / len(v), 4) for k, v in per[m].items()} for m in names
         },
         "top1_pages": {m: top1_pages[m] for m in ("dense", "bm25", "hybrid")},
+        # rank of the answer page in the page ranking (None: not among the first 100 pages)
+        "answer_page_ranks": {m: answer_ranks[m] for m in ("dense", "bm25", "hybrid")},
     }
 
 
@@ -520,11 +573,14 @@ def print_table(res: dict) -> None:
     name = res["dataset"]
     metrics = res["metrics"]
     if name == "fastapi":
-        cols = ("top1", "mrr")
+        cols = ("top1", "mrr", "ndcg@10")
         print(
-            f"\n## fastapi tutorial: {res['docs']} pages, {res['nodes']} nodes, {res['queries']} questions "
-            "(node-level ranking)"
+            f"\n## fastapi {res['scope']}: {res['docs']} pages, {res['nodes']} nodes "
+            f"({res['splitter']} {res['chunk_size']}/{res['chunk_overlap']}, --parser {res['parser']}), "
+            f"{res['queries']} questions (top1/mrr: node ranking; ndcg@10: page ranking); "
+            f"embed {res['embed_s']}s (0 = cached)"
         )
+        print(f"answer page ranks (hybrid): {res['answer_page_ranks']['hybrid']}")
     else:
         cols = ("ndcg@10", "recall@100")
         print(
@@ -600,6 +656,24 @@ def main() -> int:
     ap.add_argument("--cache-dir", default="/tmp/ragloom_retrieval_bench")
     ap.add_argument("--json-out", default=None, help="also write the JSON result here")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument(
+        "--parser",
+        choices=["sentence", "auto"],
+        default="sentence",
+        help="node parser (ragloom.settings.default_node_parser): sentence splitting, or routing by "
+        "file type as `ragloom index --parser auto` does",
+    )
+    ap.add_argument(
+        "--fastapi-scope",
+        choices=["tutorial", "all"],
+        default="tutorial",
+        help="fastapi corpus: the 40 tutorial/*.md pages, or all 155 pages of docs/en/docs",
+    )
+    ap.add_argument(
+        "--embed-cache",
+        default=None,
+        help="also keep chunk vectors in this ragloom EmbeddingCache file (shared by runs)",
+    )
     args = ap.parse_args()
 
     import logging
@@ -607,21 +681,22 @@ def main() -> int:
     logging.basicConfig(level=logging.ERROR)
     from ragloom.embeddings import HuggingFaceEmbedding
 
-    embed = HuggingFaceEmbedding(device=args.device)
+    embed = HuggingFaceEmbedding(device=args.device, embed_cache=args.embed_cache)
     cache_dir = Path(args.cache_dir)
     print(
         f"ragloom retrieval quality — model {embed.model_name} "
         f"(bundled, English-only, {embed.max_length}-token window), "
-        f"SentenceSplitter chunk_size={embed.max_text_tokens} overlap=32, doc score = best node; "
+        f"--parser {args.parser}: default_node_parser chunk_size={embed.max_text_tokens} overlap=32 "
+        "(fastapi: the model's defaults), doc score = best node; "
         f"pools {POOL} nodes per side, top {TOP_K} docs; RRF k={RRF_K}. "
         f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')} (irrelevant: sqlite-vec does the math)."
     )
     results = []
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         res = (
-            evaluate_fastapi(embed, cache_dir)
+            evaluate_fastapi(embed, cache_dir, args.parser, args.fastapi_scope)
             if name == "fastapi"
-            else evaluate_ir(name, embed, cache_dir, args.max_queries)
+            else evaluate_ir(name, embed, cache_dir, args.max_queries, args.parser)
         )
         results.append(res)
         print_table(res)
@@ -630,6 +705,8 @@ def main() -> int:
     line = {
         "benchmark": "retrieval_quality",
         "model": embed.model_name,
+        "parser": args.parser,
+        "fastapi_scope": args.fastapi_scope,
         "results": results,
         "targets": targets,
         "references": REFERENCES,

@@ -30,7 +30,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               exclude: Optional[List[str]] = None, recursive: bool = True, full: bool = False,
               embed_model: str = "default", show_progress: bool = True,
               include_hidden: bool = False, files_per_batch: int = 32,
-              wait: bool = False, parser: str = "sentence") -> Dict[str, Any]:
+              wait: bool = False, parser: str = "auto") -> Dict[str, Any]:
     """``ragloom index``: one call of :func:`ragloom.ingestion.paths.index_paths`; returns its summary
     as a dict (:meth:`IndexSummary.to_dict <ragloom.ingestion.paths.IndexSummary.to_dict>`).
 

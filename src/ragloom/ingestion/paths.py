@@ -30,8 +30,11 @@ FILES_PER_BATCH = 32
 CHARS_PER_BATCH = 1_000_000
 #: Seconds between two attempts to take a locked index (``wait=True``).
 LOCK_POLL_SECONDS = 0.2
-#: The node parser ``ragloom index`` uses by default (see :func:`~ragloom.settings.default_node_parser`).
-DEFAULT_PARSER = "sentence"
+#: The node parser ``ragloom index`` uses by default (see :func:`~ragloom.settings.default_node_parser`):
+#: ``"auto"`` routes each file by its type.  Measured against ``"sentence"`` before it became the default
+#: (README, "Retrieval quality"): the default hybrid search does not lose on any benchmark set, and
+#: Markdown sections rank the right FastAPI page first where sentence chunks did not.
+DEFAULT_PARSER = "auto"
 #: File name of the index database inside an index directory.
 INDEX_DB_NAME = "ragloom.sqlite"
 
@@ -64,7 +67,7 @@ class IndexSummary:
     embed_model: str
     embed_cache: Optional[Dict[str, int]]
     seconds: float
-    parser: str = "sentence"
+    parser: str = DEFAULT_PARSER
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
