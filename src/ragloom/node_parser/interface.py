@@ -272,8 +272,7 @@ class ChunkConfigMixin:
         return {}
 
     def _tokenizer_config(self) -> Any:
-        tok = self.tokenizer  # type: ignore[attr-defined]
-        return getattr(tok, "name", repr(tok))
+        return self.tokenizer.name  # type: ignore[attr-defined]
 
     def to_config(self) -> Dict[str, Any]:
         cfg: Dict[str, Any] = {

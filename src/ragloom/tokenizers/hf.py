@@ -5,14 +5,21 @@ from __future__ import annotations
 import os
 from typing import Any, List, Sequence, Tuple, Union
 
+from ragloom.tokenizers.base import BaseTokenizer
+
 __all__ = ["HFTokenizer"]
 
 
-class HFTokenizer:
+class HFTokenizer(BaseTokenizer):
     """A ``tokenizers.Tokenizer`` with truncation and padding off.
 
     Counts and offsets exclude special tokens; :attr:`num_special_tokens` is how many
-    the model adds around one sequence (2 for BERT's ``[CLS]``/``[SEP]``).
+    the model adds around one sequence (2 for BERT's ``[CLS]``/``[SEP]``).  Offsets are
+    the ``tokenizers`` library's character offsets.
+
+    Raises:
+        FileNotFoundError: a path without ``tokenizer.json``.
+        ValueError: ``tokenizer`` is neither a path nor a ``tokenizers.Tokenizer``.
     """
 
     has_offsets = True
@@ -66,9 +73,10 @@ class HFTokenizer:
             return []
         return [list(e.offsets) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
 
-    def token_starts_batch(self, texts: Sequence[str]) -> List[List[int]]:
-        """Character start of every token of each text (what the span engine sizes spans with)."""
-        out: List[List[int]] = []
+    def token_starts_batch(self, texts: Sequence[str]) -> List[Sequence[int]]:
+        """Character start of every token of each text (what the span engine sizes spans with),
+        the whole batch in one ``encode_batch`` call."""
+        out: List[Sequence[int]] = []
         encs = self._tok.encode_batch(list(texts), add_special_tokens=False) if texts else []
         for e in encs:
             out.append([o[0] for o in e.offsets])

@@ -1,4 +1,4 @@
-"""Resolve whatever the user passes as ``tokenizer=`` into a :class:`Tokenizer`."""
+"""Resolve whatever the user passes as ``tokenizer=`` into a :class:`~ragloom.tokenizers.BaseTokenizer`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any, Optional
 
-from ragloom.tokenizers.base import CallableTokenizer
+from ragloom.tokenizers.base import BaseTokenizer, CallableTokenizer, ForeignTokenizer
 
 __all__ = ["get_tokenizer", "get_default_tokenizer"]
 
@@ -27,12 +27,12 @@ _MODEL_PREFIXES = (
     ("text-embedding-ada-002", "cl100k_base"),
 )
 
-_default: Optional[Any] = None
+_default: Optional[BaseTokenizer] = None
 _default_lock = threading.Lock()
 _tiktoken_cache: dict = {}
 
 
-def _tiktoken(name: str) -> Any:
+def _tiktoken(name: str) -> BaseTokenizer:
     from ragloom.tokenizers.tiktoken_backend import TiktokenTokenizer
 
     tok = _tiktoken_cache.get(name)
@@ -41,20 +41,28 @@ def _tiktoken(name: str) -> Any:
     return tok
 
 
-def get_tokenizer(tokenizer: Any) -> Any:
-    """A :class:`~ragloom.tokenizers.Tokenizer` from a tokenizer, callable, name or path.
+def get_tokenizer(tokenizer: Any) -> BaseTokenizer:
+    """A :class:`~ragloom.tokenizers.BaseTokenizer` from a tokenizer, callable, name or path.
 
-    Accepts: an object with ``count`` and ``encode_offsets`` (returned as is);
-    ``"cl100k_base"`` / ``"o200k_base"`` or an OpenAI model name (``"gpt-4o"``,
+    Accepts: a :class:`~ragloom.tokenizers.BaseTokenizer` (returned as is); any other
+    object with ``count`` and ``encode_offsets`` (wrapped in a
+    :class:`~ragloom.tokenizers.base.ForeignTokenizer`, which forwards its optional
+    members); ``"cl100k_base"`` / ``"o200k_base"`` or an OpenAI model name (``"gpt-4o"``,
     ``"gpt-4"``, ``"text-embedding-3-small"``…); a path to ``tokenizer.json`` or to a
-    model folder containing one; a ``tokenizers.Tokenizer``; any
+    model folder containing one; a ``tokenizers.Tokenizer``; a ``tiktoken.Encoding``; any
     ``Callable[[str], list]`` (LlamaIndex style: the count is ``len(result)``).
     ``None`` gives :func:`get_default_tokenizer`.
+
+    Raises:
+        ValueError: an unknown name, a path that does not exist, or an object that is
+            none of the above.
     """
     if tokenizer is None:
         return get_default_tokenizer()
-    if hasattr(tokenizer, "count") and hasattr(tokenizer, "encode_offsets") and hasattr(tokenizer, "count_batch"):
+    if isinstance(tokenizer, BaseTokenizer):
         return tokenizer
+    if callable(getattr(tokenizer, "count", None)) and callable(getattr(tokenizer, "encode_offsets", None)):
+        return ForeignTokenizer(tokenizer)
     if isinstance(tokenizer, (str, os.PathLike)):
         s = os.fspath(tokenizer)
         if s in ("cl100k_base", "o200k_base"):
@@ -89,7 +97,7 @@ def get_tokenizer(tokenizer: Any) -> Any:
     raise ValueError(f"cannot make a tokenizer from {type(tokenizer).__name__}")
 
 
-def get_default_tokenizer() -> Any:
+def get_default_tokenizer() -> BaseTokenizer:
     """The bundled embedding model's tokenizer (all-MiniLM-L6-v2's WordPiece), cached; no torch import."""
     global _default
     if _default is None:

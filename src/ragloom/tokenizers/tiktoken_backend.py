@@ -25,6 +25,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 import regex
 
+from ragloom.tokenizers.base import BaseTokenizer
+
 __all__ = ["TiktokenTokenizer", "load_offline_encoding", "OFFLINE_ENCODINGS"]
 
 OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
@@ -97,8 +99,16 @@ def _fix_surrogates(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-class TiktokenTokenizer:
-    """OpenAI BPE (``cl100k_base`` or ``o200k_base``), offline."""
+class TiktokenTokenizer(BaseTokenizer):
+    """OpenAI BPE (``cl100k_base`` or ``o200k_base``), offline.
+
+    Special-token text (``<|endoftext|>``) is encoded as ordinary text everywhere.
+    Has the fast exact-count capability (:data:`SAFE_SPLIT`, :meth:`encode_ordinary`).
+
+    Raises:
+        ValueError: an encoding other than :data:`OFFLINE_ENCODINGS`, or a rank file whose
+            sha256 does not match tiktoken's.
+    """
 
     has_offsets = True
     safe_split = SAFE_SPLIT
@@ -127,6 +137,11 @@ class TiktokenTokenizer:
 
     def encode(self, text: str) -> List[int]:
         return self.encoding.encode_ordinary(text) if text else []
+
+    def encode_ordinary(self, text: str) -> List[int]:
+        """``tiktoken.Encoding.encode_ordinary``: the same ids as :meth:`encode`, without its
+        empty-text check (the fast exact count of the span engine calls it on chunk edges)."""
+        return self.encoding.encode_ordinary(text)
 
     def encode_array(self, text: str) -> np.ndarray:
         """Token ids of ``text`` as a ``uint32`` numpy array; the same ids as :meth:`encode`.

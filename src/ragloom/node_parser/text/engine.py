@@ -24,17 +24,24 @@ How it works
    from counts in the whole-document tokenization at the edges, so a chunk over budget is
    shrunk and re-packed; nothing over budget is ever emitted.  For tiktoken encodings
    only the chunk edges are re-encoded (cut at positions that provably do not change the
-   pre-tokenization, see ``TiktokenTokenizer.safe_split``); other tokenizers re-encode
+   pre-tokenization, see ``BaseTokenizer.safe_split``); other tokenizers re-encode
    the chunk.
+
+The engine reads a tokenizer only through what :class:`~ragloom.tokenizers.BaseTokenizer`
+declares (``token_starts_batch``, ``count``, ``safe_split``/``safe_split_reverse``,
+``encode_ordinary``); :func:`~ragloom.tokenizers.get_tokenizer` adapts anything else.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-from typing import Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from ragloom.node_parser.text.boundaries import SeparatorLevel
+
+if TYPE_CHECKING:  # the engine reads only what BaseTokenizer declares
+    from ragloom.tokenizers.base import BaseTokenizer, SplitPattern
 
 logger = logging.getLogger(__name__)
 
@@ -165,34 +172,39 @@ class CallSizer:
         return x, x + 1
 
 
-def make_sizers(tokenizer, texts: Sequence[str]) -> list:
-    """One size model per text; offsets-capable tokenizers tokenize all texts in one batch."""
-    starts_fn = getattr(tokenizer, "token_starts_batch", None)
-    if starts_fn is not None:
-        all_starts = starts_fn(list(texts))
+Sizer = Union[OffsetSizer, CallSizer]
+
+
+def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
+    """One size model per text: an :class:`OffsetSizer` from the token starts of
+    ``tokenizer.token_starts_batch`` (all texts in one batch), or a :class:`CallSizer` on
+    ``tokenizer.count`` when the tokenizer reports no offsets (``None``)."""
+    all_starts = tokenizer.token_starts_batch(list(texts))
+    if all_starts is not None:
         return [OffsetSizer(t, s) for t, s in zip(texts, all_starts, strict=True)]
-    if getattr(tokenizer, "has_offsets", True):
-        try:
-            out = []
-            for t in texts:
-                out.append(OffsetSizer(t, [o[0] for o in tokenizer.encode_offsets(t)]))
-            return out
-        except NotImplementedError:
-            pass
     return [CallSizer(t, tokenizer.count) for t in texts]
 
 
 class ExactCounter:
-    """Exact token count of ``prefix + text[a:b] + suffix`` in the tokenizer."""
+    """Exact token count of ``prefix + text[a:b] + suffix`` in the tokenizer.
 
-    def __init__(self, tokenizer, sizer) -> None:
+    With the tokenizer's fast exact-count capability (``safe_split`` and
+    ``safe_split_reverse`` set, see :class:`~ragloom.tokenizers.BaseTokenizer`) and an
+    :class:`OffsetSizer`, only the chunk's edges are re-encoded (``encode_ordinary``);
+    otherwise the wrapped chunk is counted whole (``count``).
+    """
+
+    def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer) -> None:
         self.tok = tokenizer
         self.sizer = sizer
         self.text = sizer.text
-        self.safe = getattr(tokenizer, "safe_split", None) if isinstance(sizer, OffsetSizer) else None
-        self.safe_rev = getattr(tokenizer, "safe_split_reverse", None)
-        enc = getattr(tokenizer, "encoding", None)
-        self._enc = enc.encode_ordinary if enc is not None else None
+        self.safe: Optional[SplitPattern] = None
+        self.safe_rev: Optional[SplitPattern] = None
+        self._enc: Optional[Callable[[str], Sequence[int]]] = None
+        safe, safe_rev = tokenizer.safe_split, tokenizer.safe_split_reverse
+        if isinstance(sizer, OffsetSizer) and safe is not None and safe_rev is not None:
+            self.safe, self.safe_rev = safe, safe_rev
+            self._enc = tokenizer.encode_ordinary
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         text = self.text
@@ -200,7 +212,8 @@ class ExactCounter:
             m = self.safe.search(text, a + 1, b)
             if m is not None:
                 h = m.start()
-                t = self.safe_rev.search(text, h, b).start()
+                # the forward match at ``h`` is a match in [h, b), so the backward search finds one
+                t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
                 enc = self._enc
                 return len(enc(prefix + text[a:h])) + self.sizer.tokens(h, t) + len(enc(text[t:b] + suffix))
         return self.tok.count(prefix + text[a:b] + suffix)

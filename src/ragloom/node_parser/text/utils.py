@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 from ragloom.node_parser.text.boundaries import (
     CJK_CLAUSE_LEVEL,
@@ -24,6 +24,9 @@ from ragloom.node_parser.text.boundaries import (
     SentenceLevel,
     SeparatorLevel,
 )
+
+if TYPE_CHECKING:
+    from ragloom.tokenizers.base import BaseTokenizer
 
 __all__ = [
     "split_text_keep_separator",
@@ -233,19 +236,12 @@ def lower_levels(word_separator: str = " ") -> list:
     ]
 
 
-def _counts(tokenizer, texts: List[str]) -> List[int]:
-    batch = getattr(tokenizer, "count_batch", None)
-    if batch is not None:
-        return list(batch(texts))
-    return [tokenizer.count(t) for t in texts]
-
-
 def pack_range(
     text: str,
     a: int,
     b: int,
     levels: Sequence,
-    tokenizer,
+    tokenizer: BaseTokenizer,
     budget: int,
     wrappers: Sequence[Tuple[str, str]],
 ) -> List[Span]:
@@ -266,14 +262,14 @@ def pack_range(
 def fit_spans(
     text: str,
     spans: Sequence[Span],
-    tokenizer,
+    tokenizer: BaseTokenizer,
     budget: int,
     wrappers: Sequence[Tuple[str, str]],
     levels_for: Optional[Callable[[int, int], list]] = None,
 ) -> List[Span]:
     """Keep each span that fits ``budget`` tokens (counted exactly on
     ``prefix + text[a:b] + suffix`` for every wrapper, one batched tokenizer call per
-    wrapper); split the others with the span engine at ``levels_for(a, b)`` (default:
+    wrapper, ``tokenizer.count_batch``); split the others with the span engine at ``levels_for(a, b)`` (default:
     :func:`lower_levels`).  Order is kept; output spans are stripped and non-empty.
     """
     spans = list(spans)
@@ -282,7 +278,7 @@ def fit_spans(
     wrappers = list(wrappers) or [("", "")]
     worst = [0] * len(spans)
     for p, s in wrappers:
-        counts = _counts(tokenizer, [p + text[x:y] + s for x, y in spans])
+        counts = list(tokenizer.count_batch([p + text[x:y] + s for x, y in spans]))
         worst = [max(w, c) for w, c in zip(worst, counts, strict=True)]
     out: List[Span] = []
     for (x, y), w in zip(spans, worst, strict=True):
