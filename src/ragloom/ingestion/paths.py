@@ -48,7 +48,10 @@ class IndexSummary:
     read, and documents that could not be split); ``nodes_written`` (stored this run),
     ``nodes_embedded`` (of those, computed by the model), ``nodes_reused`` (vectors from the
     embedding cache), ``tokens_embedded`` (tokens of the nodes written, embedded metadata included,
-    in the model's tokenizer), ``nodes_total``, ``batches`` (transactions), ``seconds`` (wall)."""
+    in the model's tokenizer), ``nodes_total``, ``batches`` (transactions), ``seconds`` (wall).
+    ``chunk_size`` bounds every node; ``chunk_overlap`` applies to sentence-split files (with
+    ``parser="auto"`` the Markdown, HTML, JSON and code parsers cut at their structure without
+    overlap)."""
 
     index_dir: str
     files_total: int
