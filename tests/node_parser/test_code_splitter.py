@@ -120,3 +120,37 @@ def test_unknown_language_and_parse_error_fall_back(caplog):
     with caplog.at_level(logging.WARNING):
         nodes = CodeSplitter(language="python").get_nodes_from_documents([Document(text="def (:\n  ]]\n", id_="e")])
     assert nodes and "syntax errors" in caplog.text
+
+
+@pytest.mark.parametrize("width", [0, 3])
+def test_limit_sizer_limits_are_exact(cl100k, width):
+    """LimitSizer (CodeSplitter's size model for the shared packer): ``limit`` is the furthest
+    position within the token, line and character limits (one line at least), and a span's size
+    is within the room exactly when all three are."""
+    import random
+
+    from ragloom.node_parser.text.engine import LimitSizer, make_sizers
+
+    rnd = random.Random(width)
+    text = "".join(rnd.choice(["ab ", "c\n", "\n", "def x():\n", "  y = 1\n", "中文"]) for _ in range(300))
+    base = make_sizers(cl100k, [text])[0]
+    room, max_lines, max_chars = 50, 7, 120
+    sizer = LimitSizer(base, room, max_lines, max_chars, width)
+
+    def within(a, p, budget):
+        lines = text.count("\n", a, p - 1) + 1
+        chars = p - a + lines * width
+        return (
+            base.tokens(a, p) <= budget
+            and lines <= max(1, max_lines * budget // room)
+            and chars <= max_chars * budget // room
+        )
+
+    for _ in range(80):
+        a = rnd.randrange(len(text) - 1)
+        budget = rnd.randrange(5, room + 1)
+        p = sizer.limit(a, budget)
+        assert p == len(text) or p == a + 1 or within(a, p, budget)
+        assert p == len(text) or not within(a, p + 1, budget)
+        b = rnd.randrange(2, len(text) + 1)
+        assert within(a, b, room) == (sizer.tokens(a, b) <= room) if a < b else True

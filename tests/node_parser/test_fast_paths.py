@@ -156,3 +156,32 @@ def test_many_documents_pipeline_matches_one_by_one(real_texts):
     together = splitter.get_nodes_from_documents(docs)
     apart = [n for d in docs for n in splitter.get_nodes_from_documents([d])]
     assert [(n.id_, n.text, n.start_char_idx) for n in together] == [(n.id_, n.text, n.start_char_idx) for n in apart]
+
+
+@pytest.mark.parametrize("prev_next", [True, False])
+def test_format_parser_nodes_equal_plain_forms(prev_next):
+    """The one node builder with per-piece metadata (Markdown's hidden ``header_path``): ids are
+    the one id function's, and PREVIOUS/NEXT equal the neighbours' ``as_related_node_info()``."""
+    from ragloom.node_parser import MarkdownNodeParser
+
+    parser = MarkdownNodeParser(chunk_size=48, tokenizer="cl100k_base", include_prev_next_rel=prev_next)
+    text = "# A\n\nintro text.\n\n## B\n\n" + "Some words here. " * 40 + "\n\n## C\n\nlast \ud800 bit."
+    doc = Document(
+        text=text,
+        id_="md-x",
+        metadata={"file_name": "a.md", "mtime": 5},
+        excluded_embed_metadata_keys=["mtime"],
+        excluded_llm_metadata_keys=["mtime"],
+    )
+    nodes = parser.get_nodes_from_documents([doc])
+    assert len(nodes) > 3 and len({repr(n.metadata) for n in nodes}) > 1
+    for i, n in enumerate(nodes):
+        assert n.id_ == parser._node_id(i, doc.id_, n.start_char_idx, n.end_char_idx, n.text)
+        assert n.relationships[NodeRelationship.SOURCE] == doc.as_related_node_info()
+        if prev_next:
+            if i > 0:
+                assert n.relationships[NodeRelationship.PREVIOUS] == nodes[i - 1].as_related_node_info()
+            if i + 1 < len(nodes):
+                assert n.relationships[NodeRelationship.NEXT] == nodes[i + 1].as_related_node_info()
+        else:
+            assert set(n.relationships) == {NodeRelationship.SOURCE}

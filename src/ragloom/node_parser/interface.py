@@ -14,18 +14,14 @@ import contextvars
 import hashlib
 import json
 import logging
-import uuid
 from abc import abstractmethod
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
-
-import msgspec
 
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
     BaseNode,
     MetadataMode,
     NodeRelationship,
-    RelatedNodeInfo,
     TextNode,
     TransformComponent,
 )
@@ -294,13 +290,12 @@ class ChunkConfigMixin:
         return self._config_digest
 
     def _node_id(self, i: int, ref_id: str, a: int, b: int, chunk: str) -> str:
-        """The id of chunk ``i`` (``chunk == text[a:b]``) of node ``ref_id``: the one id function of
-        every parser — sha256 of (source id, ordinal, span, configuration digest, text) as a UUID,
-        so the same input and configuration always give the same ids."""
-        h = hashlib.sha256()
-        h.update(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{self._digest()}\x00".encode("utf-8", "surrogatepass"))
-        h.update(chunk.encode("utf-8", "surrogatepass"))
-        return str(uuid.UUID(hex=h.hexdigest()[:32]))
+        """The id of chunk ``i`` (``chunk == text[a:b]``) of node ``ref_id`` under this parser's
+        configuration: :func:`~ragloom.node_parser.nodes.node_ids`, the one id function of every
+        parser (the node builder calls it)."""
+        from ragloom.node_parser.nodes import node_ids
+
+        return node_ids(ref_id, self._digest(), [(a, b)], [chunk], first=i)[0]
 
 
 class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
@@ -386,83 +381,11 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
 
     # -- nodes -------------------------------------------------------------------------
     def _build_nodes(self, node: BaseNode, text: str, spans: List[Span]) -> List[TextNode]:
-        """Nodes of ``spans``; the per-document parts (template, metadata, the SOURCE info,
-        the metadata half of the content hash) are computed once, not per node.
+        """Nodes of ``spans`` of ``text`` (``node``'s content), built by the one node builder
+        (:func:`~ragloom.node_parser.nodes.build_nodes`)."""
+        from ragloom.node_parser.nodes import build_nodes
 
-        Ids equal :meth:`_node_id`; PREVIOUS/NEXT hashes equal each node's ``hash``
-        (``tests/node_parser/test_fast_paths.py`` checks both against the plain forms).
-        """
-        if not spans:
-            return []
-        src = node.as_related_node_info()  # hashes the whole text: once per document
-        ref_id = node.id_
-        meta = node.metadata if self.include_metadata else {}
-        ex_embed = list(node.excluded_embed_metadata_keys)
-        ex_llm = list(node.excluded_llm_metadata_keys)
-        mtmpl, msep = node.metadata_template, node.metadata_separator
-        ttmpl = getattr(node, "text_template", DEFAULT_TEXT_NODE_TMPL)
-        mime = getattr(node, "mimetype", "text/plain")
-        digest = self._digest()
-        id_func = self.id_func
-        sha256 = hashlib.sha256
-        n_sp = len(spans)
-        links = self.include_prev_next_rel and n_sp > 1
-        chunks: List[str] = []
-        ids: List[str] = []
-        hashes: List[str] = []
-        if links:
-            both = set(ex_embed) & set(ex_llm)
-            meta_tail = b"\x00" + msgspec.json.encode(
-                {k: v for k, v in meta.items() if k not in both}, order="sorted"
-            )
-        for i, (a, b) in enumerate(spans):
-            chunk = text[a:b]
-            chunks.append(chunk)
-            data = chunk.encode("utf-8", "surrogatepass")
-            if id_func is None:
-                h = sha256(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{digest}\x00".encode("utf-8", "surrogatepass"))
-                h.update(data)
-                x = h.hexdigest()
-                ids.append(f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:32]}")  # == str(uuid.UUID(hex=x[:32]))
-            else:
-                ids.append(id_func(i, node))
-            if links:
-                h = sha256(data)
-                h.update(meta_tail)
-                hashes.append(h.hexdigest())
-        out: List[TextNode] = []
-        SOURCE, PREV, NEXT = NodeRelationship.SOURCE, NodeRelationship.PREVIOUS, NodeRelationship.NEXT
-        ntype: Optional[str] = None
-        infos: List[RelatedNodeInfo] = []
-        if links:
-            ntype = TextNode(text="").get_type()
-            infos = [
-                RelatedNodeInfo(node_id=nid, node_type=ntype, hash=hx) for nid, hx in zip(ids, hashes, strict=True)
-            ]
-        for i, (a, b) in enumerate(spans):
-            rels: Dict[NodeRelationship, Any] = {SOURCE: src}
-            if links:
-                if i > 0:
-                    rels[PREV] = infos[i - 1]
-                if i + 1 < n_sp:
-                    rels[NEXT] = infos[i + 1]
-            out.append(
-                TextNode(
-                    id_=ids[i],
-                    text=chunks[i],
-                    start_char_idx=a,
-                    end_char_idx=b,
-                    metadata=dict(meta),
-                    excluded_embed_metadata_keys=list(ex_embed),
-                    excluded_llm_metadata_keys=list(ex_llm),
-                    metadata_template=mtmpl,
-                    metadata_separator=msep,
-                    text_template=ttmpl,
-                    mimetype=mime,
-                    relationships=rels,
-                )
-            )
-        return out
+        return build_nodes(self, node, spans, [text[a:b] for a, b in spans])
 
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any

@@ -2,21 +2,24 @@
 
 How chunks are made
 -------------------
-The file is parsed with tree-sitter.  A syntax node that fits the budget is an *atom*
-(a whole function, class, method, statement …); a node that does not is replaced by its
-children, recursively, so a definition too large is split at its inner statements (and a
-single statement too large at its lines, then characters).  Consecutive atoms are packed
-greedily into chunks within the budget; when the next atom does not fit, the chunk ends
-at the preceding boundary that is highest in the syntax tree (e.g. between two methods
-rather than inside the second), unless that would leave the chunk less than half full.
+The file is parsed with tree-sitter and its syntax tree becomes boundary levels for the
+shared span engine (:func:`~ragloom.node_parser.text.engine.pack_spans`, the packer of every
+parser): cuts between top-level definitions > cuts between the children of a node at depth 1
+> … > line breaks > tokens.  A cut lies at a line start with only indentation before it, never
+right after a comment or decorator, nor between a header (``class A:``, ``void f() {``) and its
+body.  The packer fills each chunk up to the budget and ends it at the start of the highest
+syntax unit containing that point that fits, so a definition is split only when it does not fit
+alone, and then at its inner statements (a single statement too large: at its lines, then tokens).
 
 The budget is all of: ``max_chars`` characters, ``chunk_lines`` lines and ``chunk_size``
 tokens (default ``Settings.chunk_size``, i.e. the embed model's limit) in ``tokenizer``
 (default ``Settings.tokenizer``) on the embedded content (text plus embed-visible metadata),
-so every chunk fits the model that embeds it.  With
-``line_numbers=True`` the ``"42|"`` prefixes count too.  When a chunk boundary falls
-inside a definition, the next chunk starts up to ``chunk_lines_overlap`` whole lines
-earlier (as many as fit).
+so every chunk fits the model that embeds it.  The packer sees one size,
+:class:`~ragloom.node_parser.text.engine.LimitSizer`: the largest of tokens, lines and
+characters, each limit scaled to the token room.  With ``line_numbers=True`` the ``"42|"``
+prefixes count too.  ``chunk_lines_overlap`` is the packer's overlap in the same scale (at most
+that many lines, and the same share of the token and character limits), applied where a chunk
+ends inside a syntax unit (a definition split across chunks).
 
 Offsets contract: characters, never bytes (tree-sitter's byte offsets are converted), so
 ``doc.text[node.start_char_idx:node.end_char_idx] == node.text`` — except with
@@ -33,7 +36,8 @@ from __future__ import annotations
 
 import bisect
 import logging
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from ragloom._optional import MissingDependencyError
 from ragloom.node_parser.code.languages import (
@@ -41,8 +45,17 @@ from ragloom.node_parser.code.languages import (
     canonical_language,
     get_parser,
 )
-from ragloom.node_parser.file.base import FormatNodeParser, Piece
+from ragloom.node_parser.file.base import CutLevel, FormatNodeParser, Piece
 from ragloom.node_parser.interface import IdFuncCallable
+from ragloom.node_parser.text.boundaries import SeparatorLevel
+from ragloom.node_parser.text.engine import (
+    ExactCounter,
+    LimitSizer,
+    OffsetSizer,
+    make_sizers,
+    pack_spans,
+    wrapper_overhead,
+)
 from ragloom.schema import BaseNode
 
 logger = logging.getLogger(__name__)
@@ -52,8 +65,9 @@ __all__ = ["CodeSplitter", "START_LINE_KEY", "END_LINE_KEY"]
 START_LINE_KEY = "start_line"
 END_LINE_KEY = "end_line"
 _HIDDEN = (START_LINE_KEY, END_LINE_KEY)
+_GLUE = re.compile("comment|decorator")  # syntax nodes that belong with the node after them
 
-Atom = Tuple[int, int, int]  # (start char, end char, depth in the syntax tree)
+Span = Tuple[int, int]
 
 
 def _char_offsets(text: str, data: bytes) -> Optional[Any]:
@@ -164,203 +178,132 @@ class CodeSplitter(FormatNodeParser):
         return self._unavailable
 
     # -- chunking ------------------------------------------------------------------------
-    # one tree walk with its closures over the parse (kept whole until CodeSplitter hands its syntax
-    # boundaries to the shared packer, docs/architecture.md "Known gaps")
-    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:  # noqa: C901
-        n = len(text)
+    def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
         line_starts = [0]
         i = text.find("\n")
         while i != -1:
             line_starts.append(i + 1)
             i = text.find("\n", i + 1)
-        wrappers = (
-            self._wrappers(doc, {START_LINE_KEY: 0, END_LINE_KEY: 0}, _HIDDEN, _HIDDEN) if self.chunk_size else []
-        )
-        tok = self.tokenizer if self.chunk_size else None
-        width = len(str(len(line_starts))) + 1
-        max_chars, max_lines, budget = self.max_chars, self.chunk_lines, self.chunk_size
-        prefixed = self.line_numbers
 
         def line_of(p: int) -> int:  # 0-based line of char p
             return bisect.bisect_right(line_starts, p) - 1
 
         def render(a: int, b: int) -> str:
             chunk = text[a:b]
-            if not prefixed:
+            if not self.line_numbers:
                 return chunk
             first = line_of(a) + 1
             return "\n".join(f"{first + k}|{ln}" for k, ln in enumerate(chunk.split("\n")))
 
-        def fits(a: int, b: int) -> bool:
-            lines = text.count("\n", a, b) + 1
-            if lines > max_lines:
-                return False
-            chars = b - a + (lines * width if prefixed else 0)
-            if chars > max_chars:
-                return False
-            if budget:
-                body = render(a, b)
-                for p, s in wrappers:
-                    if tok.count(p + body + s) > budget:
-                        return False
-                if not wrappers and tok.count(body) > budget:
-                    return False
-            return True
-
-        def split_lines(a: int, b: int, depth: int) -> List[Atom]:
-            """Atoms of an oversized region: whole lines, a too-long line by characters."""
-            out: List[Atom] = []
-            k = line_of(a)
-            pos = a
-            while pos < b:
-                nl = text.find("\n", pos, b)
-                e = b if nl == -1 else nl + 1
-                s2, e2 = pos, e
-                while s2 < e2 and text[s2].isspace():
-                    s2 += 1
-                while e2 > s2 and text[e2 - 1].isspace():
-                    e2 -= 1
-                while s2 < e2:
-                    if fits(s2, e2):
-                        out.append((s2, e2, depth))
-                        break
-                    lo, hi = s2 + 1, e2  # largest cut c with fits(s2, c)
-                    while hi - lo > 1:
-                        mid = (lo + hi) // 2
-                        if fits(s2, mid):
-                            lo = mid
-                        else:
-                            hi = mid
-                    c = lo
-                    if 0xDC00 <= ord(text[c]) <= 0xDFFF and c - 1 > s2:  # keep surrogate pairs whole
-                        c -= 1
-                    if not fits(s2, c):
-                        raise ValueError(
-                            f"cannot fit one character at {s2} into the budget (chunk_size={budget}, "
-                            f"max_chars={max_chars}); the metadata may take the whole budget"
-                        )
-                    out.append((s2, c, depth))
-                    s2 = c
-                pos = e
-                k += 1
-            return out
-
-        parser = self._get_parser()
-        atoms: List[Atom]
-        glued: set = set()  # atoms (comments) that belong with the atom after them
-        if parser is None:
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "CodeSplitter(%s): %s; falling back to line splitting", self.language, self._unavailable
-                )
-            atoms = split_lines(0, n, 1)
-        else:
-            data = text.encode("utf-8", "surrogatepass")
-            tree = parser.parse(data)
-            root = tree.root_node
-            if root.has_error:
-                logger.warning(
-                    "CodeSplitter(%s): syntax errors in document %r; falling back to line splitting",
-                    self.language, doc.id_,
-                )
-                atoms = split_lines(0, n, 1)
-            else:
-                b2c = _char_offsets(text, data)
-
-                def ch(byte: int) -> int:
-                    return byte if b2c is None else int(b2c.searchsorted(byte))
-
-                atoms = []
-
-                def walk(node: Any, depth: int, force: bool = False) -> None:
-                    a, b = ch(node.start_byte), ch(node.end_byte)
-                    if a >= b or text[a:b].isspace():
-                        return
-                    if depth > 0 and not force and fits(a, b):
-                        atoms.append((a, b, depth))
-                        if "comment" in node.type:
-                            glued.add(len(atoms) - 1)
-                        return
-                    kids = node.children
-                    if not kids:
-                        atoms.extend(split_lines(a, b, depth + 1))
-                        return
-                    pos = a
-                    header = True  # the short children before the body ("class A:", a signature)
-                    for kid in kids:
-                        ka, kb = ch(kid.start_byte), ch(kid.end_byte)
-                        if ka > pos and text[pos:ka].strip():
-                            atoms.extend(split_lines(pos, ka, depth + 1))
-                        # a body that fits alone but not after its header is opened too, so
-                        # the header is packed with the body's first statements
-                        body = header and ka > a and kid.child_count > 0 and "\n" in text[ka:kb]
-                        walk(kid, depth + 1, force=body and not fits(a, kb))
-                        if kid.child_count > 0 and "\n" in text[ka:kb]:
-                            header = False
-                        pos = max(pos, kb)
-                    if b > pos and text[pos:b].strip():
-                        atoms.extend(split_lines(pos, b, depth + 1))
-
-                walk(root, 0)
-                if root.start_byte > 0 or ch(root.end_byte) < n:  # text outside the root node
-                    a0, b0 = ch(root.start_byte), ch(root.end_byte)
-                    head = split_lines(0, a0, 1) if text[:a0].strip() else []
-                    tail = split_lines(b0, n, 1) if text[b0:].strip() else []
-                    glued = {k + len(head) for k in glued}
-                    atoms = head + atoms + tail
-        spans = self._pack_atoms(text, atoms, glued, fits, line_starts, line_of)
+        levels = self._syntax_levels(doc, text) + [SeparatorLevel("\n", "line")]
+        spans = self._pack_code(doc, text, levels, len(str(len(line_starts))) + 1, render)
         out: List[Piece] = []
         for a, b in spans:
             meta = {START_LINE_KEY: line_of(a) + 1, END_LINE_KEY: line_of(b - 1) + 1}
             out.append(Piece(render(a, b), a, b, meta, _HIDDEN, _HIDDEN))
         return out
 
-    def _pack_atoms(  # noqa: C901 - one greedy loop with its back-off cases (see the module doc)
-        self, text: str, atoms: Sequence[Atom], glued: set, fits: Any, line_starts: List[int], line_of: Any
-    ) -> List[Tuple[int, int]]:
-        spans: List[Tuple[int, int]] = []
-        i, m = 0, len(atoms)
-        start = atoms[0][0] if atoms else 0
-        while i < m:
-            a = start
-            j = i
-            while j + 1 < m and fits(a, atoms[j + 1][1]):
-                j += 1
-            end_k = j
-            if j + 1 < m:
-                # prefer the boundary highest in the tree and not right after a comment, if
-                # the chunk stays at least half full
-                full = atoms[j][1] - a
-                best: Optional[Tuple[int, int]] = None
-                for k in range(j, i - 1, -1):
-                    if atoms[k][1] - a < full / 2:
-                        break
-                    if k in glued:
-                        continue
-                    if best is None or atoms[k + 1][2] < best[0]:
-                        best = (atoms[k + 1][2], k)
-                if best is not None:
-                    end_k = best[1]
-                while end_k in glued and end_k - 1 >= i:  # keep a comment with what follows it
-                    end_k -= 1
-            b = atoms[end_k][1]
-            spans.append((a, b))
-            i = end_k + 1
-            if i >= m:
-                break
-            start = atoms[i][0]
-            # overlap: when the boundary is inside a definition, repeat whole lines before it
-            if self.chunk_lines_overlap and atoms[i][2] > 1:
-                li = line_of(start)
-                for back in range(self.chunk_lines_overlap, 0, -1):
-                    if li - back < 0:
-                        continue
-                    cand = line_starts[li - back]
-                    while cand < start and text[cand].isspace():
-                        cand += 1
-                    if a < cand < start and fits(cand, atoms[i][1]):
-                        start = cand
-                        break
-        return spans
+    def _syntax_levels(self, doc: BaseNode, text: str) -> List[CutLevel]:
+        """The syntax tree as boundary levels, highest first: level ``d`` cuts before every child
+        (but the first) of the nodes at depth ``d`` (0: between top-level definitions), at the
+        start of its line, and only where nothing but indentation precedes it on that line.
+        Never between a comment or decorator and what follows it, nor between a header (the
+        children on a node's first line: ``class A:``, ``void f() {``) and the child after it, so
+        a header stays with the start of its body.  ``[]`` when the code cannot be parsed (the
+        packer then cuts at lines), with the reason logged."""
+        parser = self._get_parser()
+        if parser is None:
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "CodeSplitter(%s): %s; falling back to line splitting", self.language, self._unavailable
+                )
+            return []
+        data = text.encode("utf-8", "surrogatepass")
+        root = parser.parse(data).root_node
+        if root.has_error:
+            logger.warning(
+                "CodeSplitter(%s): syntax errors in document %r; falling back to line splitting",
+                self.language,
+                doc.id_,
+            )
+            return []
+        b2c = _char_offsets(text, data)
 
+        def ch(byte: int) -> int:
+            return byte if b2c is None else int(b2c.searchsorted(byte))
+
+        cuts: List[List[int]] = []
+
+        def cut(depth: int, p: int) -> None:
+            q = text.rfind("\n", 0, p) + 1
+            if 0 < q and not text[q:p].strip():
+                while len(cuts) <= depth:
+                    cuts.append([])
+                cuts[depth].append(q)
+
+        cut(0, ch(root.start_byte))
+        cut(0, ch(root.end_byte))
+        stack = [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            row = node.start_point[0]
+            header = node is not root  # previous children all on the node's first line ("class A:")
+            prev = None
+            for kid in node.children:
+                if prev is not None and not header and not _GLUE.search(prev.type):
+                    cut(depth, ch(kid.start_byte))
+                header = header and kid.end_point[0] == row
+                prev = kid
+                if kid.child_count:
+                    stack.append((kid, depth + 1))
+        return [CutLevel(c, f"syntax depth {d}") for d, c in enumerate(cuts) if c]
+
+    def _pack_code(self, doc: BaseNode, text: str, levels: List[Any], width: int, render: Any) -> List[Span]:
+        """Spans of ``text`` from the shared packer, within ``chunk_size`` tokens (embedded metadata
+        included), ``chunk_lines`` lines and ``max_chars`` characters (:class:`LimitSizer`: a span's
+        size is the largest of the three, each scaled to the token room).  ``chunk_lines_overlap``
+        becomes the packer's overlap in the same scale: at most that many lines, and at most the
+        same share of the token and character limits; the packer overlaps only where a chunk ends
+        inside a unit (a definition split across chunks), as before."""
+        if not text or text.isspace():
+            return []
+        counter: Any
+        if self.chunk_size is None:  # no token budget: characters stand in for tokens
+            wrappers = [("", "")]
+            size = room = self.max_chars
+            base: Any = OffsetSizer(text, range(len(text)))
+            counter = _CharCounter()
+        else:
+            tok = self.tokenizer
+            wrappers = self._wrappers(doc, {START_LINE_KEY: 0, END_LINE_KEY: 0}, _HIDDEN, _HIDDEN) or [("", "")]
+            size = self.chunk_size
+            room = size - wrapper_overhead(tok, wrappers)
+            if room <= 0:
+                raise ValueError(f"no room for text: the metadata take all of chunk_size {size}")
+            base = make_sizers(tok, [text])[0]
+            counter = _RenderedCounter(tok, render) if self.line_numbers else ExactCounter(tok, base)
+        sizer = LimitSizer(base, room, self.chunk_lines, self.max_chars, width if self.line_numbers else 0)
+        # overlap where a definition is split; none in the line fallback (no definitions known)
+        overlap = -(-self.chunk_lines_overlap * room // self.chunk_lines) if len(levels) > 1 else 0
+        return pack_spans(text, levels, sizer, counter, size, min(overlap, room - 1), wrappers)
+
+
+class _RenderedCounter:
+    """Exact token count of a chunk as embedded with ``line_numbers=True`` (``"42|"`` prefixes)."""
+
+    def __init__(self, tokenizer: Any, render: Any) -> None:
+        self.tok = tokenizer
+        self.render = render
+
+    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+        return int(self.tok.count(prefix + self.render(a, b) + suffix))
+
+
+class _CharCounter:
+    """Characters as the "tokens" of a chunk (``chunk_size=None``: no token budget)."""
+
+    tok = None
+
+    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+        return len(prefix) + b - a + len(suffix)

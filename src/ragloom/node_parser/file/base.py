@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ragloom.node_parser.interface import (
     ChunkConfigMixin,
@@ -25,11 +25,11 @@ from ragloom.node_parser.interface import (
     check_metadata_overhead,
     validate_chunk_args,
 )
+from ragloom.node_parser.nodes import Piece, build_nodes, piece_metadata
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
     BaseNode,
     MetadataMode,
-    NodeRelationship,
     TextNode,
 )
 
@@ -43,17 +43,6 @@ DEFAULT_CHUNK_SIZE = 1024
 
 class FormatError(ValueError):
     """The input is not in the parser's format (the parser falls back to sentence splitting)."""
-
-
-class Piece(NamedTuple):
-    """One future node: its text, offsets into the document text, and added metadata."""
-
-    text: str
-    start: int
-    end: int
-    metadata: Dict[str, Any] = {}
-    hidden_embed: Tuple[str, ...] = ()  # added keys hidden from the embed view
-    hidden_llm: Tuple[str, ...] = ()  # added keys hidden from the LLM view
 
 
 _LEVELS_CACHE: Dict[str, list] = {}
@@ -174,12 +163,8 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
     def _probe(
         self, doc: BaseNode, meta: Dict[str, Any], hidden_embed: Sequence[str] = (), hidden_llm: Sequence[str] = ()
     ) -> TextNode:
-        base = dict(doc.metadata) if self.include_metadata else {}
-        base.update(meta)
-        ex_e = list(doc.excluded_embed_metadata_keys) + [
-            k for k in hidden_embed if k not in doc.excluded_embed_metadata_keys
-        ]
-        ex_l = list(doc.excluded_llm_metadata_keys) + [k for k in hidden_llm if k not in doc.excluded_llm_metadata_keys]
+        """An empty node with the metadata a chunk adding ``meta`` gets (to measure its wrappers)."""
+        base, ex_e, ex_l = piece_metadata(doc, self.include_metadata, meta, hidden_embed, hidden_llm)
         return TextNode(
             text="",
             metadata=base,
@@ -237,38 +222,18 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
 
     # -- nodes ---------------------------------------------------------------------------
     def _build(self, doc: BaseNode, pieces: Sequence[Piece]) -> List[BaseNode]:
-        src = doc.as_related_node_info()
-        mime = getattr(doc, "mimetype", "text/plain")
-        out: List[TextNode] = []
-        for i, p in enumerate(pieces):
-            probe = self._probe(doc, p.metadata, p.hidden_embed, p.hidden_llm)
-            nid = (
-                self.id_func(i, doc) if self.id_func is not None else self._node_id(i, doc.id_, p.start, p.end, p.text)
+        """Nodes of ``pieces``: the one node builder, with each piece's metadata; PREVIOUS/NEXT
+        links carry the neighbour's metadata (its ``header_path`` …), as ``as_related_node_info()``."""
+        return list(
+            build_nodes(
+                self,
+                doc,
+                [(p.start, p.end) for p in pieces],
+                [p.text for p in pieces],
+                [(p.metadata, p.hidden_embed, p.hidden_llm) for p in pieces],
+                link_metadata=True,
             )
-            out.append(
-                TextNode(
-                    id_=nid,
-                    text=p.text,
-                    start_char_idx=p.start,
-                    end_char_idx=p.end,
-                    metadata=probe.metadata,
-                    excluded_embed_metadata_keys=probe.excluded_embed_metadata_keys,
-                    excluded_llm_metadata_keys=probe.excluded_llm_metadata_keys,
-                    metadata_template=probe.metadata_template,
-                    metadata_separator=probe.metadata_separator,
-                    text_template=probe.text_template,
-                    mimetype=mime,
-                    relationships={NodeRelationship.SOURCE: src},
-                )
-            )
-        if self.include_prev_next_rel and len(out) > 1:
-            infos = [n.as_related_node_info() for n in out]
-            for i, n in enumerate(out):
-                if i > 0:
-                    n.relationships[NodeRelationship.PREVIOUS] = infos[i - 1]
-                if i + 1 < len(out):
-                    n.relationships[NodeRelationship.NEXT] = infos[i + 1]
-        return list(out)
+        )
 
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any

@@ -45,7 +45,17 @@ if TYPE_CHECKING:  # the engine reads only what BaseTokenizer declares
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Level", "OffsetSizer", "CallSizer", "ExactCounter", "pack_spans", "make_sizers", "strip_span"]
+__all__ = [
+    "Level",
+    "OffsetSizer",
+    "CallSizer",
+    "LimitSizer",
+    "ExactCounter",
+    "pack_spans",
+    "make_sizers",
+    "strip_span",
+    "wrapper_overhead",
+]
 
 Span = Tuple[int, int]
 
@@ -173,6 +183,91 @@ class CallSizer:
 
 
 Sizer = Union[OffsetSizer, CallSizer]
+
+
+class LimitSizer:
+    """A size model that also honours a line and a character limit (``CodeSplitter``).
+
+    The size of a span is ``max(tokens, ceil(lines * room / max_lines), ceil(chars * room /
+    max_chars))``: each limit is scaled so that it alone maps to ``room`` (the token budget
+    left after the wrappers, :func:`wrapper_overhead`), so a span is within ``room`` exactly when
+    its tokens, its lines and its characters are all within their limits.  The packer needs
+    nothing else: its units, overlap and budget checks use this size, and its exact
+    verification counts tokens only (lines and characters are exact here).  ``chars`` counts
+    ``prefix_width`` more per line when lines are shown with a prefix (``"42|"``).
+    """
+
+    def __init__(
+        self, tokens: Sizer, room: int, max_lines: int, max_chars: int, prefix_width: int = 0
+    ) -> None:
+        self.base = tokens
+        self.text = tokens.text
+        self.n = tokens.n
+        self.exact_edges = tokens.exact_edges
+        self.room, self.max_lines, self.max_chars, self.width = room, max_lines, max_chars, prefix_width
+        self.line_starts = [0]
+        i = self.text.find("\n")
+        while i != -1:
+            self.line_starts.append(i + 1)
+            i = self.text.find("\n", i + 1)
+
+    def _lines(self, a: int, b: int) -> int:
+        """Lines of ``text[a:b]``; a newline at its end starts no line (units end at line starts)."""
+        return self.text.count("\n", a, b - 1) + 1
+
+    def tokens(self, a: int, b: int) -> int:
+        if b <= a:
+            return 0
+        room, lines = self.room, self._lines(a, b)
+        chars = b - a + lines * self.width
+        return max(self.base.tokens(a, b), -(-lines * room // self.max_lines), -(-chars * room // self.max_chars))
+
+    def limit(self, a: int, budget: int) -> int:
+        p = self.base.limit(a, budget)
+        ls = self.line_starts
+        k = max(1, budget * self.max_lines // self.room)  # lines allowed
+        li = bisect.bisect_right(ls, a) - 1
+        if li + k < len(ls):
+            p = min(p, ls[li + k])  # the start of line k + 1
+        chars = budget * self.max_chars // self.room
+        lo, hi = a, min(p, a + chars)  # the last c in [lo, hi] with c - a + lines * width <= chars
+        if self.width:
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if mid - a + self._lines(a, mid) * self.width <= chars:
+                    lo = mid
+                else:
+                    hi = mid - 1
+        p = lo if self.width else hi
+        return p if p >= self.n else max(p, a + 1)
+
+    def back_limit(self, b: int, budget: int) -> int:
+        p = self.base.back_limit(b, budget)
+        ls = self.line_starts
+        k = budget * self.max_lines // self.room
+        last = b - 2 if b >= 2 and self.text[b - 1] == "\n" else b - 1  # a final newline starts no line
+        li = bisect.bisect_right(ls, max(last, 0)) - 1
+        p = max(p, ls[li - k + 1] if k >= 1 and li - k + 1 >= 0 else (0 if k >= 1 else b))
+        chars = budget * self.max_chars // self.room
+        lo, hi = max(p, b - chars), b  # the first c in [lo, hi] with b - c + lines * width <= chars
+        if self.width:
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if b - mid + self._lines(mid, b) * self.width <= chars:
+                    hi = mid
+                else:
+                    lo = mid + 1
+        return lo
+
+    def token_unit(self, x: int) -> Span:
+        return self.base.token_unit(x)
+
+
+def wrapper_overhead(tokenizer: BaseTokenizer, wrappers: Sequence[Tuple[str, str]]) -> int:
+    """Tokens the largest ``(prefix, suffix)`` of ``wrappers`` takes (0 without any)."""
+    if not any(p or s for p, s in wrappers):
+        return 0
+    return max(tokenizer.count(p) + tokenizer.count(s) for p, s in wrappers)
 
 
 def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
@@ -364,9 +459,7 @@ def pack_spans(  # noqa: C901
     first, end_all = strip_span(text, 0, n)
     if first >= end_all:
         return []
-    overhead = max(counter.tok.count(p) + counter.tok.count(s) for p, s in wrappers) if any(
-        p or s for p, s in wrappers
-    ) else 0
+    overhead = wrapper_overhead(counter.tok, wrappers)
     budget = chunk_size - overhead
     if budget <= 0:
         raise ValueError(f"no room for text: wrappers take {overhead} tokens of chunk_size {chunk_size}")
