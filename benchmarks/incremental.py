@@ -104,7 +104,7 @@ class Ragloom:
     def phase(self, folder: Path) -> Dict[str, Any]:
         from ragloom.cli.indexing import run_index
 
-        s = run_index([folder], self.index_dir, show_progress=False)
+        s = run_index([folder], self.index_dir, show_progress=False, parser="sentence")
         return {"embedded": s["nodes_embedded"], "reused": s["nodes_reused"], "in_store": s["nodes_total"],
                 "documents": s["documents"]}
 
