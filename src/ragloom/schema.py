@@ -383,12 +383,42 @@ class QueryBundle(msgspec.Struct, kw_only=True):
 QueryType = Union[str, QueryBundle]
 
 
+def _config_value(value: Any) -> Any:
+    """``value`` if it is plain JSON data (recursively), else its type's qualified name."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_config_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _config_value(v) for k, v in value.items()}
+    return f"<{type(value).__qualname__}>"
+
+
 class TransformComponent(ABC):
     """A step of an ingestion pipeline: takes nodes, returns nodes (``list[BaseNode]``).
 
     Splitters, metadata extractors and embed models are transform components, so
     they chain in :class:`~ragloom.ingestion.IngestionPipeline`.
+
+    As in LlamaIndex (where it is a pydantic model), a subclass may declare its settings as
+    annotated class attributes and take them as keyword arguments: ``class Tagger(TransformComponent):
+    tag: str = "x"`` then ``Tagger(tag="y")``.  Its public attributes are its :meth:`to_config`, so
+    changing one re-runs the step (ingestion cache keys and document fingerprints include it).
     """
+
+    def __init__(self, **data: Any) -> None:
+        """Set the declared (annotated) fields given as keyword arguments.
+
+        Raises:
+            TypeError: a keyword that is not a declared field.
+        """
+        fields: Dict[str, Any] = {}
+        for cls in reversed(type(self).__mro__):
+            fields.update(getattr(cls, "__annotations__", {}))
+        for key, value in data.items():
+            if key not in fields or key.startswith("_"):
+                raise TypeError(f"{type(self).__name__} has no field {key!r} (declared: {sorted(fields)})")
+            setattr(self, key, value)
 
     @abstractmethod
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[BaseNode]: ...
@@ -401,8 +431,21 @@ class TransformComponent(ABC):
         return cls.__name__
 
     def to_config(self) -> Dict[str, Any]:
-        """Configuration that determines the output (used in node ids and cache keys)."""
-        return {"class_name": self.class_name()}
+        """Configuration that determines the output (used in node ids, cache keys and document
+        fingerprints): the class name and every public attribute, declared field defaults included.
+        Values that are not JSON types (str, int, float, bool, None, lists and dicts of them) enter by
+        type name only, so an object's address never makes a digest differ between runs; override
+        this method when such a value decides the output."""
+        cfg: Dict[str, Any] = {"class_name": self.class_name()}
+        names = set()
+        for cls in type(self).__mro__:
+            names.update(k for k in getattr(cls, "__annotations__", {}) if not k.startswith("_"))
+        names.update(k for k in vars(self) if not k.startswith("_"))
+        for name in sorted(names):
+            value = getattr(self, name, None)
+            if not callable(value) or isinstance(value, type):
+                cfg[name] = _config_value(value)
+        return cfg
 
 
 class IndexNode(TextNode, kw_only=True, tag="IndexNode"):

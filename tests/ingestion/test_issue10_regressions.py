@@ -467,3 +467,43 @@ def test_cached_rerun_keeps_a_chained_window_parsers_own_window(embed):
     got, want = full(sc), full(clean)
     assert got == want
     assert all(meta["window"] == text for text, meta in got.values())  # one-sentence inputs
+
+
+# -- found by the new-user review of the engine -----------------------------------------------------
+@pytest.mark.parametrize("second", ["window", "sentence"])
+def test_chained_parsers_keep_offsets_into_the_document(embed, second):
+    text = " ".join(f"Sentence number {i} says something about tea." for i in range(40))
+    doc = Document(id_="a", text=text)
+    chain = [sentence(embed, 60), window(embed) if second == "window" else sentence(embed, 20)]
+    sc = StorageContext.from_defaults()
+    out = pipeline(sc, [*chain, embed]).run(documents=[doc])
+    assert out and all(text[n.start_char_idx : n.end_char_idx] == n.text for n in out)
+    direct = chain[1](chain[0]([doc]))
+    assert [(n.start_char_idx, n.end_char_idx) for n in direct] == [(n.start_char_idx, n.end_char_idx) for n in out]
+
+
+def test_lone_surrogates_do_not_abort_the_run(embed):
+    good = Document(id_="good", text="Green tea is brewed at 80 degrees.")
+    bad = Document(id_="bad", text="Black tea \ud800 is brewed hotter.")
+    index = VectorStoreIndex.from_documents([good, bad], embed_model=embed, transformations=[sentence(embed, 64)])
+    texts = {n.ref_doc_id: n.text for n in index.vector_store.get_nodes(None)}
+    assert set(texts) == {"good", "bad"} and texts["bad"] == "Black tea \ufffd is brewed hotter."
+
+
+def test_changed_custom_transformation_reruns(embed):
+    from ragloom.schema import TransformComponent
+
+    class Tagger(TransformComponent):
+        tag: str = "tea"
+
+        def __call__(self, nodes, **kwargs):
+            for n in nodes:
+                n.metadata["tag"] = self.tag
+            return nodes
+
+    sc = StorageContext.from_defaults()
+    pipeline(sc, [sentence(embed, 64), Tagger(), embed]).run(documents=docs())
+    pipeline(sc, [sentence(embed, 64), Tagger(tag="coffee"), embed]).run(documents=docs())
+    assert {n.metadata["tag"] for n in sc.vector_store.get_nodes(None)} == {"coffee"}
+    with pytest.raises(TypeError, match="no field"):
+        Tagger(colour="green")

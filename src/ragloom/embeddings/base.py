@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
+from ragloom.tokenizers.base import valid_unicode
 from ragloom.schema import BaseNode, MetadataMode, TransformComponent
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,7 +194,7 @@ class BaseEmbedding(TransformComponent):
         With an ``embed_cache``, cached texts cost a lookup; only the misses are embedded
         (and then stored).
         """
-        texts = list(texts)
+        texts = [valid_unicode(t) for t in texts]  # models reject lone surrogates (offsets are not used here)
         if not texts:
             dim = self.dimension or 0
             return np.zeros((0, dim), dtype=np.float32)
@@ -279,7 +280,7 @@ class BaseEmbedding(TransformComponent):
 
     def get_query_embedding(self, query: str) -> Embedding:
         """Embed one query (with the model's query instruction, if any); returns ``list[float]``."""
-        return np.asarray(self._get_query_embeddings([query]), dtype=np.float32)[0].tolist()
+        return np.asarray(self._get_query_embeddings([valid_unicode(query)]), dtype=np.float32)[0].tolist()
 
     def get_agg_embedding_from_queries(self, queries: List[str]) -> Embedding:
         """Mean of the query embeddings of ``queries``."""

@@ -189,13 +189,13 @@ def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
     try:
         msgspec.json.encode(node.metadata)
         return None
-    except (TypeError, msgspec.EncodeError, OverflowError):
+    except (TypeError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
         pass
     bad = []
     for key, value in node.metadata.items():
         try:
-            msgspec.json.encode(value)
-        except (TypeError, msgspec.EncodeError, OverflowError):
+            msgspec.json.encode({key: value})
+        except (TypeError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
             bad.append(str(key))
     if not bad:
         bad = ["<keys>"]
@@ -205,6 +205,21 @@ def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
         f"metadata values cannot be stored as JSON ({kinds}); convert them to str/int/float/bool/list/dict",
         tuple(bad),
     )
+
+
+def _repair_text(nodes: Sequence[BaseNode]) -> None:
+    """Replace lone surrogates in the inputs' text by U+FFFD (one character for one: offsets hold),
+    with a warning: no tokenizer, model or store accepts them, and the rest of the text is fine."""
+    from ragloom.schema import TextNode
+    from ragloom.tokenizers.base import valid_unicode
+
+    for node in nodes:
+        if isinstance(node, TextNode):
+            fixed = valid_unicode(node.text)
+            if fixed is not node.text:
+                logger.warning("document %s: lone surrogate characters in its text replaced by U+FFFD",
+                               source_id(node))
+                node.text = fixed
 
 
 def _failure(doc_id: str, exc: BaseException, inputs: Sequence[BaseNode]) -> DocumentFailure:
@@ -323,6 +338,7 @@ class IngestionEngine:
             recorded_hashes = set(self.recorded_sources().values())
         for doc_id, members in groups.items():
             nodes = list(members.values())
+            _repair_text(nodes)
             bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
             if bad is not None:
                 plan.failed.append(_failure(doc_id, bad, nodes))

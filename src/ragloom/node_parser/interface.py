@@ -63,17 +63,26 @@ def carry_source(inputs: Sequence[BaseNode], outputs: List[BaseNode]) -> List[Ba
     ``ref_doc_id``, ``delete_ref_doc`` and the docstore strategies work per source document
     (LlamaIndex carries the original source through a chain the same way).  Outputs are changed in
     place and returned.  Node ids are not affected: they are derived from the immediate input.
+
+    Offsets follow the source too: an output's ``start_char_idx`` / ``end_char_idx`` are relative to
+    the chunk it was cut from, so the chunk's own ``start_char_idx`` is added, and
+    ``document.text[node.start_char_idx:node.end_char_idx] == node.text`` holds through a chain.
     """
-    parents = {n.id_: n.source_node for n in inputs if n.source_node is not None}
+    parents = {n.id_: n for n in inputs if n.source_node is not None}
     if not parents:
         return outputs
     for out in outputs:
         src = out.source_node
-        if src is None:
+        if src is None or out.id_ == src.node_id:
             continue
-        origin = parents.get(src.node_id)
-        if origin is not None and out.id_ != src.node_id:
-            out.relationships[NodeRelationship.SOURCE] = origin
+        parent = parents.get(src.node_id)
+        if parent is None:
+            continue
+        out.relationships[NodeRelationship.SOURCE] = parent.source_node
+        shift = parent.start_char_idx
+        if shift and out.start_char_idx is not None and out.end_char_idx is not None:
+            out.start_char_idx += shift
+            out.end_char_idx += shift
     return outputs
 
 

@@ -29,7 +29,18 @@ from typing import (
     runtime_checkable,
 )
 
-__all__ = ["Tokenizer", "BaseTokenizer", "CallableTokenizer", "ForeignTokenizer", "SplitPattern"]
+__all__ = ["Tokenizer", "BaseTokenizer", "CallableTokenizer", "ForeignTokenizer", "SplitPattern", "valid_unicode"]
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates (from ``surrogateescape``-decoded bytes, or a JSON ``"\\udc80"``)
+    replaced by U+FFFD, one character for one, so character offsets are unchanged.  Tokenizers,
+    models and JSON encoders reject lone surrogates; everything that hands text to them uses this."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 class _Match(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, List, Sequence, Tuple, Union
 
-from ragloom.tokenizers.base import BaseTokenizer
+from ragloom.tokenizers.base import BaseTokenizer, valid_unicode
 
 __all__ = ["HFTokenizer"]
 
@@ -55,29 +55,29 @@ class HFTokenizer(BaseTokenizer):
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        return len(self._tok.encode(valid_unicode(text), add_special_tokens=False).ids)
 
     def count_batch(self, texts: Sequence[str]) -> List[int]:
         if not texts:
             return []
-        return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        return [len(e.ids) for e in self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False)]
 
     def encode(self, text: str) -> List[int]:
-        return list(self._tok.encode(text, add_special_tokens=False).ids) if text else []
+        return list(self._tok.encode(valid_unicode(text), add_special_tokens=False).ids) if text else []
 
     def encode_offsets(self, text: str) -> List[Tuple[int, int]]:
-        return list(self._tok.encode(text, add_special_tokens=False).offsets) if text else []
+        return list(self._tok.encode(valid_unicode(text), add_special_tokens=False).offsets) if text else []
 
     def encode_offsets_batch(self, texts: Sequence[str]) -> List[List[Tuple[int, int]]]:
         if not texts:
             return []
-        return [list(e.offsets) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        return [list(e.offsets) for e in self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False)]
 
     def token_starts_batch(self, texts: Sequence[str]) -> List[Sequence[int]]:
         """Character start of every token of each text (what the span engine sizes spans with),
         the whole batch in one ``encode_batch`` call."""
         out: List[Sequence[int]] = []
-        encs = self._tok.encode_batch(list(texts), add_special_tokens=False) if texts else []
+        encs = self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False) if texts else []
         for e in encs:
             out.append([o[0] for o in e.offsets])
         return out
