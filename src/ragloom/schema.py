@@ -18,7 +18,7 @@ import hashlib
 import uuid
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Union
 
 import msgspec
 
@@ -437,7 +437,7 @@ class TransformComponent(ABC):
         type name only, so an object's address never makes a digest differ between runs; override
         this method when such a value decides the output."""
         cfg: Dict[str, Any] = {"class_name": self.class_name()}
-        names = set()
+        names: Set[str] = set()
         for cls in type(self).__mro__:
             names.update(k for k in getattr(cls, "__annotations__", {}) if not k.startswith("_"))
         names.update(k for k in vars(self) if not k.startswith("_"))

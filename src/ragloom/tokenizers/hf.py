@@ -71,7 +71,8 @@ class HFTokenizer(BaseTokenizer):
     def encode_offsets_batch(self, texts: Sequence[str]) -> List[List[Tuple[int, int]]]:
         if not texts:
             return []
-        return [list(e.offsets) for e in self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False)]
+        encs = self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False)
+        return [list(e.offsets) for e in encs]
 
     def token_starts_batch(self, texts: Sequence[str]) -> List[Sequence[int]]:
         """Character start of every token of each text (what the span engine sizes spans with),
