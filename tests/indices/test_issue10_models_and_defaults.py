@@ -107,3 +107,28 @@ def test_defaults_are_the_same_at_every_entry_point(tmp_path):
     stored_index = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path / "idx")))
     stored = sorted(stored_index.vector_store.ref_doc_nodes()[file_docs[0].id_][0])
     assert stored == expected
+
+
+def test_reloaded_index_refreshes_without_rechunking(tmp_path):
+    """The index records its parsers; load_index_from_storage rebuilds them, so refreshing unchanged
+    documents re-chunks nothing — for a Python-built index and for a `ragloom index` one."""
+    from ragloom.ingestion.paths import index_paths
+    from ragloom.readers import SimpleDirectoryReader
+
+    docs = [Document(id_=f"d{i}", text=f"Sentence {i} about tea and bicycles. " * 40) for i in range(3)]
+    built = VectorStoreIndex.from_documents(docs, transformations=[SentenceSplitter(chunk_size=96, chunk_overlap=8)])
+    count = built.vector_store.count()
+    built.storage_context.persist(str(tmp_path / "py"))
+    index = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path / "py")))
+    assert index.transformations[0].chunk_size == 96
+    assert index.refresh_ref_docs(docs) == [False, False, False] and index.vector_store.count() == count
+
+    folder = tmp_path / "files"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Tea\n\n" + "Green tea is brewed at 80 degrees. " * 30, encoding="utf-8")
+    (folder / "b.txt").write_text("Bicycles need air in their tyres. " * 30, encoding="utf-8")
+    index_paths([folder], tmp_path / "cli", show_progress=False)
+    cli_index = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path / "cli")))
+    file_docs = SimpleDirectoryReader(input_dir=str(folder)).load_data()
+    assert cli_index.refresh_ref_docs(file_docs) == [False, False]
+    assert index_paths([folder], tmp_path / "cli", show_progress=False).documents["unchanged"] == 2

@@ -165,9 +165,41 @@ class VectorStoreIndex:
 
     @property
     def transformations(self) -> List[TransformComponent]:
+        """The node parsers (and other steps) documents go through before the embed model.
+
+        ``transformations=`` when given; for a reopened index, the ones it recorded when they can
+        be rebuilt (so a :meth:`refresh_ref_docs` after ``load_index_from_storage`` re-chunks
+        nothing); else :func:`default_transformations`.
+        """
         if self._transformations is None:
-            self._transformations = default_transformations(self._embed_model)
+            self._transformations = self._recorded_transformations() or default_transformations(self._embed_model)
         return self._transformations
+
+    def _recorded_transformations(self) -> Optional[List[TransformComponent]]:
+        from ragloom.node_parser.loading import transformations_from_config
+
+        recorded = dict(self._index_struct.node_parser or {})
+        if not recorded:
+            return None
+        rebuilt = transformations_from_config(recorded, self._embed_model)
+        if rebuilt is None:
+            logger.warning(
+                "index %s was built with transformations that cannot be rebuilt from the index alone (%s); "
+                "pass the same transformations= when loading it, or the next refresh re-chunks every document",
+                self.index_id, ", ".join(str(c.get("class_name")) for c in recorded.get("transformations", [recorded])),
+            )
+        return rebuilt
+
+    def _record_transformations(self, steps: Sequence[TransformComponent]) -> None:
+        """Keep the parsers' configuration in the index struct (see :attr:`transformations`)."""
+        configs = [t.to_config() for t in steps if not isinstance(t, BaseEmbedding)]
+        if not configs:
+            return
+        record: Dict[str, Any] = dict(configs[0]) if len(configs) == 1 else {"transformations": configs}
+        record["fingerprinted"] = True
+        if self._index_struct.node_parser != record:
+            self._index_struct.node_parser = record
+            self._storage_context.index_store.add_index_struct(self._index_struct)
 
     @property
     def ref_doc_info(self) -> Dict[str, Any]:
@@ -238,6 +270,7 @@ class VectorStoreIndex:
                 raise_on_error: bool = False) -> Any:
         """Run the engine over ``documents`` in batches; returns ``(IngestionStats, list[Plan])``."""
         plans: List[Any] = []
+        self._record_transformations(self.transformations)
         stats = self._engine().run(
             _batches(list(documents), DOCUMENTS_PER_BATCH),
             force=force,
