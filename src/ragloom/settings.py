@@ -47,11 +47,13 @@ def resolve_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int]) 
     """``(chunk_size, chunk_overlap)`` with ``None`` replaced by the defaults: ``chunk_size`` from
     :attr:`Settings.chunk_size` (the embed model's limit, capped); ``chunk_overlap`` from
     :attr:`Settings.chunk_overlap` when both are defaulted, else :func:`default_chunk_overlap`."""
+    # given values are passed on as they are: the splitter validates them (a str or float is refused)
     if chunk_size is None:
-        size = Settings.chunk_size
-        overlap = Settings.chunk_overlap if chunk_overlap is None else int(chunk_overlap)
-        return size, overlap
-    return int(chunk_size), default_chunk_overlap(chunk_size) if chunk_overlap is None else int(chunk_overlap)
+        return Settings.chunk_size, Settings.chunk_overlap if chunk_overlap is None else chunk_overlap
+    if chunk_overlap is None:
+        valid = isinstance(chunk_size, int) and not isinstance(chunk_size, bool) and chunk_size > 0
+        return chunk_size, default_chunk_overlap(chunk_size) if valid else 0
+    return chunk_size, chunk_overlap
 
 
 #: ``parser`` values of :func:`default_node_parser`.
@@ -68,7 +70,8 @@ def default_node_parser(
 
     ``parser``: ``"sentence"`` — a :class:`~ragloom.node_parser.SentenceSplitter` for every
     document; ``"auto"`` — a :class:`~ragloom.node_parser.SimpleFileNodeParser` routing by file
-    type (Markdown, HTML, JSON and code parsers; sentence splitting for the rest).
+    type: Markdown and code to their parsers, sentence splitting for the rest (HTML and JSON files
+    arrive as plain text from ``SimpleDirectoryReader``).
 
     Raises:
         ValueError: ``chunk_size`` above the model's limit (its chunks would be truncated when
@@ -94,7 +97,11 @@ def default_node_parser(
     sentence = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
     if parser == "sentence":
         return sentence
-    return SimpleFileNodeParser(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
+    # SimpleDirectoryReader already turns HTML and JSON files into plain text (their structure is
+    # gone), so only Markdown and code are routed to their own parsers
+    return SimpleFileNodeParser(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer, formats=("code", "markdown")
+    )
 
 
 class _Settings:

@@ -507,3 +507,32 @@ def test_changed_custom_transformation_reruns(embed):
     assert {n.metadata["tag"] for n in sc.vector_store.get_nodes(None)} == {"coffee"}
     with pytest.raises(TypeError, match="no field"):
         Tagger(colour="green")
+
+
+def test_non_string_metadata_key_is_reported_not_fatal(embed):
+    sc = StorageContext.from_defaults()
+    batch = docs()
+    batch[1] = Document(id_=batch[1].id_, text=batch[1].text, metadata={1: "one"})
+    p = pipeline(sc, [sentence(embed, 64), embed])
+    p.run(documents=batch)
+    assert [f.doc_id for f in p.last_stats.failed] == [batch[1].id_] and p.last_stats.failed[0].keys == ("1",)
+    assert {n.ref_doc_id for n in sc.vector_store.get_nodes(None)} == {d.id_ for d in batch} - {batch[1].id_}
+
+
+@pytest.mark.parametrize("bad", ["100", 2.5, True])
+def test_chunk_size_must_be_an_integer(bad):
+    with pytest.raises(ValueError, match="chunk_size must be an integer"):
+        SentenceSplitter(chunk_size=bad, chunk_overlap=0)
+
+
+def test_auto_parser_does_not_send_extracted_html_text_to_the_html_parser(tmp_path, caplog):
+    from ragloom.embeddings import resolve_embed_model
+    from ragloom.readers import SimpleDirectoryReader
+    from ragloom.settings import default_node_parser
+
+    (tmp_path / "page.html").write_text("<html><body><h1>Tea</h1><p>Green tea is brewed at 80 degrees.</p>"
+                                        "<p>Black tea is brewed hotter.</p></body></html>", encoding="utf-8")
+    docs_ = SimpleDirectoryReader(input_dir=str(tmp_path)).load_data()
+    with caplog.at_level(logging.WARNING):
+        nodes = default_node_parser(resolve_embed_model("default"), parser="auto")(docs_)
+    assert nodes and "falling back" not in caplog.text and "cannot parse" not in caplog.text

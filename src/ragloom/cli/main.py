@@ -84,8 +84,8 @@ def _echo_json(data: Any) -> None:
 @click.option("--wait", is_flag=True,
               help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
 @click.option("--parser", type=click.Choice(["sentence", "auto"]), default="auto", show_default=True,
-              help="'auto': by file type (Markdown, HTML, JSON and code parsers, sentence splitting for the "
-                   "rest); 'sentence': sentence splitting for every file. Changing it re-chunks the files.")
+              help="'auto': by file type (Markdown and code parsers, sentence splitting for the rest); "
+                   "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,

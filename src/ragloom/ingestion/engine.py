@@ -187,14 +187,14 @@ def source_id(node: BaseNode) -> str:
 def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
     """An :class:`UnserializableMetadataError` naming the keys whose values are not JSON, or ``None``."""
     try:
-        msgspec.json.encode(node.metadata)
+        msgspec.json.encode(node.metadata, order="sorted")  # as BaseNode.hash encodes it
         return None
     except (TypeError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
         pass
     bad = []
     for key, value in node.metadata.items():
         try:
-            msgspec.json.encode({key: value})
+            msgspec.json.encode({key: value}, order="sorted")
         except (TypeError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
             bad.append(str(key))
     if not bad:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import numbers
 import json
 import logging
 from abc import abstractmethod
@@ -208,7 +209,11 @@ def check_metadata_overhead(
 
 def validate_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int], size_optional: bool = False) -> None:
     """Raise ``ValueError`` naming the values unless ``0 <= chunk_overlap < chunk_size``
-    (``chunk_size=None`` is allowed when ``size_optional``: no token budget)."""
+    (``chunk_size=None`` is allowed when ``size_optional``: no token budget), or when either is
+    not an integer (``"100"``, ``2.5`` and ``True`` are refused, not converted)."""
+    for name, value in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+            raise ValueError(f"{name} must be an integer number of tokens, got {value!r}")
     if chunk_size is None and not size_optional or chunk_size is not None and int(chunk_size) <= 0:
         raise ValueError(f"chunk_size must be > 0, got chunk_size={chunk_size}")
     if chunk_overlap is None or int(chunk_overlap) < 0:

@@ -58,9 +58,9 @@ def _router(cfg: Dict[str, Any], tok: Any) -> Any:
         code_chunk_lines=cfg["code_chunk_lines"],
         code_chunk_lines_overlap=cfg["code_chunk_lines_overlap"],
         code_max_chars=cfg["code_max_chars"], line_numbers=cfg["line_numbers"], html_tags=cfg["html_tags"],
-        **{k: cfg[k] for k in _COMMON},
+        formats=cfg["formats"], **{k: cfg[k] for k in _COMMON},
     )
-    return parser if list(parser.formats) == list(cfg["formats"]) else None
+    return parser
 
 
 _BUILDERS: Dict[str, Callable[[Dict[str, Any], Any], Any]] = {

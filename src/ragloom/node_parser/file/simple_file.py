@@ -65,6 +65,11 @@ class SimpleFileNodeParser(NodeParser):
         line_numbers: ``"42|"`` prefixes on code nodes.
         html_tags: the HTMLNodeParser's block tags (its default if ``None``).
         include_metadata, include_prev_next_rel, id_func: passed to every parser.
+        formats: the formats routed to their own parser (default: all of ``"code"``, ``"markdown"``,
+            ``"html"``, ``"json"``); the others are sentence-split.
+
+    Raises:
+        ValueError: an unknown name in ``formats``.
 
     The arguments stay assignable (``router.chunk_size = 512``): the per-format parsers are
     built again, from the new values, on next use.
@@ -86,7 +91,13 @@ class SimpleFileNodeParser(NodeParser):
         include_prev_next_rel: bool = True,
         id_func: Optional[IdFuncCallable] = None,
         callback_manager: Any = None,
+        formats: Optional[Sequence[str]] = None,
     ) -> None:
+        if formats is not None:
+            unknown = set(formats) - set(SimpleFileNodeParser.formats)
+            if unknown:
+                raise ValueError(f"formats must be among {list(SimpleFileNodeParser.formats)}, got {sorted(unknown)}")
+            self.formats = tuple(formats)
         self.chunk_size = int(chunk_size)
         self.chunk_overlap = min(int(chunk_overlap), self.chunk_size - 1)
         self.tokenizer = tokenizer
