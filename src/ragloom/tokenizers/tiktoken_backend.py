@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 import regex
 
-from ragloom.tokenizers.base import BaseTokenizer
+from ragloom.tokenizers.base import BaseTokenizer, valid_unicode
 
 __all__ = ["TiktokenTokenizer", "load_offline_encoding", "OFFLINE_ENCODINGS"]
 
@@ -90,15 +90,6 @@ def _token_byte_lengths(name: str) -> np.ndarray:
     return lens
 
 
-def _fix_surrogates(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        # tiktoken does the same substitution; one char in, one char out
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 class TiktokenTokenizer(BaseTokenizer):
     """OpenAI BPE (``cl100k_base`` or ``o200k_base``), offline.
 
@@ -156,7 +147,7 @@ class TiktokenTokenizer(BaseTokenizer):
             try:
                 return np.frombuffer(self._buf(text, set()), dtype=np.uint32)
             except UnicodeEncodeError:  # lone surrogates: tiktoken's own substitution
-                return np.frombuffer(self._buf(_fix_surrogates(text), set()), dtype=np.uint32)
+                return np.frombuffer(self._buf(valid_unicode(text), set()), dtype=np.uint32)
         return np.asarray(self.encoding.encode_ordinary(text), dtype=np.uint32)
 
     def _starts_ends(self, text: str, ids: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
@@ -168,7 +159,7 @@ class TiktokenTokenizer(BaseTokenizer):
         bstart = bend - blen
         if text.isascii():
             return bstart, bend
-        raw = np.frombuffer(_fix_surrogates(text).encode("utf-8"), dtype=np.uint8)
+        raw = np.frombuffer(valid_unicode(text).encode("utf-8"), dtype=np.uint8)
         char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
         return char_of_byte[bstart], char_of_byte[bend - 1] + 1
 
@@ -184,7 +175,7 @@ class TiktokenTokenizer(BaseTokenizer):
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
-            data = _fix_surrogates(text).encode("utf-8")
+            data = valid_unicode(text).encode("utf-8")
         raw = np.frombuffer(data, dtype=np.uint8)
         # char index of a byte = number of UTF-8 lead bytes before it (a token starting
         # inside a multi-byte character maps to that character, as in ``_starts_ends``)
