@@ -56,8 +56,15 @@ def resolve_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int]) 
     return chunk_size, chunk_overlap
 
 
-#: ``parser`` values of :func:`default_node_parser`.
-PARSERS = ("sentence", "auto")
+#: ``parser`` values of :func:`default_node_parser`, with what each does.
+PARSER_DESCRIPTIONS = {
+    "sentence": "SentenceSplitter: sentences packed to chunk_size tokens, chunk_overlap tokens shared",
+    "auto": "by file type: Markdown by sections, code by syntax (tree-sitter), other text by sentences",
+    "markdown": "Markdown files by sections (header path kept), other files by sentences",
+    "code": "code files by syntax (tree-sitter), other files by sentences",
+    "token": "TokenTextSplitter: windows of chunk_size tokens cut at spaces, chunk_overlap tokens shared",
+}
+PARSERS = tuple(PARSER_DESCRIPTIONS)
 
 
 def default_node_parser(
@@ -71,7 +78,9 @@ def default_node_parser(
     ``parser``: ``"sentence"`` — a :class:`~ragloom.node_parser.SentenceSplitter` for every
     document; ``"auto"`` — a :class:`~ragloom.node_parser.SimpleFileNodeParser` routing by file
     type: Markdown and code to their parsers, sentence splitting for the rest (HTML and JSON files
-    arrive as plain text from ``SimpleDirectoryReader``).
+    arrive as plain text from ``SimpleDirectoryReader``); ``"markdown"`` or ``"code"`` — the same
+    router with only that format (the chunk inspector of ``ragloom serve`` compares them);
+    ``"token"`` — a :class:`~ragloom.node_parser.TokenTextSplitter`.
 
     Raises:
         ValueError: ``chunk_size`` above the model's limit (its chunks would be truncated when
@@ -97,10 +106,15 @@ def default_node_parser(
     sentence = SentenceSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
     if parser == "sentence":
         return sentence
+    if parser == "token":
+        from ragloom.node_parser import TokenTextSplitter
+
+        return TokenTextSplitter(chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer)
     # SimpleDirectoryReader already turns HTML and JSON files into plain text (their structure is
     # gone), so only Markdown and code are routed to their own parsers
+    formats = ("code", "markdown") if parser == "auto" else (parser,)
     return SimpleFileNodeParser(
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer, formats=("code", "markdown")
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=tokenizer, formats=formats
     )
 
 

@@ -8,21 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
-from ragloom.schema import MetadataMode
-
 logger = logging.getLogger(__name__)
-
-
-def _open_index(index_dir: Path, create: bool, embed_model: Optional[str] = None) -> Any:
-    """:func:`ragloom.ingestion.paths.open_index`, its errors as one-line CLI messages."""
-    from ragloom.ingestion.paths import open_index
-
-    try:
-        return open_index(index_dir, create=create, embed_model=embed_model)
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from None
-    except ValueError as exc:
-        raise click.ClickException(f"{index_dir}: {exc}; use a new --index-dir to change models") from None
 
 
 def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] = None,
@@ -63,58 +49,17 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     return summary.to_dict()
 
 
-def _location(node: Any) -> str:
-    md = node.metadata or {}
-    parts = []
-    if md.get("page_label") is not None:
-        parts.append(f"page {md['page_label']}")
-    if node.start_char_idx is not None and node.end_char_idx is not None:
-        parts.append(f"chars {node.start_char_idx}-{node.end_char_idx}")
-    return ", ".join(parts) or "-"
-
-
-def _display_path(path: str) -> str:
-    from ragloom.ingestion.paths import display_path
-
-    return display_path(path)
-
-
-_MODES = {"hybrid": "hybrid", "dense": "default", "keyword": "text_search"}
-
-
-def run_query(text: str, index_dir: Path, top_k: int = 5, mode: str = "hybrid") -> List[Dict[str, Any]]:
-    """Retrieve the ``top_k`` best chunks for ``text``; returns ``list[dict]`` as printed by the CLI.
-
-    ``mode``: ``"hybrid"`` (default), ``"dense"`` or ``"keyword"``.
+def open_service(index_dir: Path, **kwargs: Any) -> Any:
+    """:class:`ragloom.service.IndexService` on an existing index, its errors as one-line CLI messages.
 
     Raises:
-        click.ClickException: there is no index in ``index_dir``.
+        click.ClickException: no index in ``index_dir``, or another embed model than the index's.
     """
-    if not text.strip():
-        raise click.ClickException(
-            "the query is empty: give the text to search for, e.g. ragloom query \"how do I …?\""
-        )
-    index = _open_index(Path(index_dir), create=False)
-    results = index.as_retriever(similarity_top_k=top_k, vector_store_query_mode=_MODES[mode]).retrieve(text)
-    return [source_dict(rank, nws) for rank, nws in enumerate(results, 1)]
+    from ragloom.service import IndexService
 
-
-def source_dict(rank: int, nws: Any) -> Dict[str, Any]:
-    """One retrieved chunk as ``ragloom query --json`` and ``ragloom ask --json`` print it: rank,
-    score, display path of its file, location (page / character range), offsets, ids and text."""
-    node = nws.node
-    md = dict(node.metadata or {})
-    source = md.get("file_path") or node.ref_doc_id or node.node_id
-    return {
-        "rank": rank,
-        "score": float(nws.score) if nws.score is not None else None,
-        "source": _display_path(str(source)),
-        "file_path": md.get("file_path"),
-        "location": _location(node),
-        "page_label": md.get("page_label"),
-        "start_char_idx": node.start_char_idx,
-        "end_char_idx": node.end_char_idx,
-        "node_id": node.node_id,
-        "ref_doc_id": node.ref_doc_id,
-        "text": node.get_content(MetadataMode.NONE),
-    }
+    try:
+        return IndexService(index_dir, **kwargs)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(f"{index_dir}: {exc}; use a new --index-dir to change models") from None

@@ -22,7 +22,7 @@ from ragloom.schema import Document, MetadataMode
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILES_PER_BATCH", "CHARS_PER_BATCH", "IndexSummary", "index_paths", "open_index"]
+__all__ = ["FILES_PER_BATCH", "CHARS_PER_BATCH", "IndexProgress", "IndexSummary", "index_paths", "open_index"]
 
 #: A batch (split, embedded and committed in one transaction) closes at this many files or this
 #: many characters of text, whichever comes first, which bounds memory.
@@ -77,6 +77,31 @@ class IndexSummary:
         out = asdict(self)
         out.pop("extra")
         out.update(self.extra)
+        return out
+
+
+@dataclass
+class IndexProgress:
+    """How far an :func:`index_paths` run is, passed to its ``on_progress`` after every file read
+    and every committed batch: ``files_total``, ``files_done`` (read or skipped), ``nodes_embedded``
+    (nodes through the embed model or its cache so far), ``nodes_written`` (nodes committed),
+    ``batches`` (transactions committed), ``skipped`` (``[{"path", "reason", "transient"}]`` so far)."""
+
+    files_total: int = 0
+    files_done: int = 0
+    nodes_embedded: int = 0
+    nodes_written: int = 0
+    batches: int = 0
+    skipped: List[Dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def fraction(self) -> float:
+        """Files done over files total (0..1; 1 for an empty run)."""
+        return 1.0 if not self.files_total else min(1.0, self.files_done / self.files_total)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = asdict(self)
+        out["fraction"] = round(self.fraction, 4)
         return out
 
 
@@ -176,6 +201,7 @@ def index_paths(
     wait: bool = False,
     on_wait: Optional[Callable[[Optional[int]], None]] = None,
     parser: str = DEFAULT_PARSER,
+    on_progress: Optional[Callable[[IndexProgress], None]] = None,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -193,6 +219,8 @@ def index_paths(
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
     - A document that cannot be split is listed in ``skipped`` and the run goes on.
     - One writer at a time (:func:`acquire_lock`).
+    - ``on_progress(progress)`` is called with an :class:`IndexProgress` after every file read and
+      every committed batch (the same object, updated; copy what you keep).
     - ``parser``: ``"sentence"`` or ``"auto"`` (route by file type), see
       :func:`~ragloom.settings.default_node_parser`.
 
@@ -212,6 +240,7 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
+            on_progress,
         )
     finally:
         lock.release()
@@ -246,9 +275,8 @@ class _Scope:
 def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
                   required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
                   embed_model: Any, show_progress: bool, include_hidden: bool,
-                  files_per_batch: int, parser: str) -> IndexSummary:
-    from tqdm.auto import tqdm
-
+                  files_per_batch: int, parser: str,
+                  report: Optional[Callable[[IndexProgress], None]]) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
     from ragloom.settings import default_node_parser
 
@@ -284,52 +312,16 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     )
 
     readers = _readers(paths, recursive, required_exts, exclude, include_hidden)
-    total_files = sum(len(r.list_resources()) for r in readers)
-    logger.info("indexing %d files into %s", total_files, index_dir)
-    skipped: List[Dict[str, Any]] = []
     scope = _Scope(paths, index.docstore)
-    tokens = [0]
-    show_progress = show_progress and sys.stderr.isatty()
-    bar_files = tqdm(total=total_files, desc="Reading  ", unit="file", position=0, disable=not show_progress)
-    # the number of nodes is known only batch by batch, so this bar counts (with a rate) instead
-    # of showing a percentage that would jump back each time a batch adds to the total
-    bar_embed = tqdm(total=None, desc="Embedding", unit="node", position=1, disable=not show_progress)
-
-    def batches() -> Iterator[List[Document]]:
-        for reader in readers:
-            batch: List[Document] = []
-            files_in_batch = chars_in_batch = 0
-            for docs in reader.iter_data():
-                bar_files.update(1)
-                batch.extend(docs)
-                files_in_batch += 1
-                chars_in_batch += sum(len(d.text) for d in docs)
-                if files_in_batch >= files_per_batch or chars_in_batch >= CHARS_PER_BATCH:
-                    yield batch
-                    batch, files_in_batch, chars_in_batch = [], 0, 0
-            if batch:
-                yield batch
-            report = reader.report
-            scope.read.update(canonical_path(f.path) for f in report.read)
-            for s in report.skipped:
-                skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
-                if not s.transient:
-                    scope.gone.add(canonical_path(s.path))
-        bar_files.update(bar_files.total - bar_files.n)
-
-    def on_progress(event: str, payload: Any) -> None:
-        if event == "embedded":
-            bar_embed.update(payload)
-        elif event == "committed" and tokenizer is not None and payload:
-            tokens[0] += int(sum(tokenizer.count_batch([n.get_content(MetadataMode.EMBED) for n in payload])))
-            logger.info("committed a batch of %d nodes", len(payload))
-
+    feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report)
+    logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)
     try:
-        stats = pipeline.run_batches(batches(), force=full or (rechunk and legacy), delete_scope=scope,
-                                     progress_callback=on_progress, store_doc_text=False)
+        stats = pipeline.run_batches(feed.batches(), force=full or (rechunk and legacy), delete_scope=scope,
+                                     progress_callback=feed.on_event, store_doc_text=False)
     finally:
-        bar_files.close()
-        bar_embed.close()
+        feed.close()
+    skipped = feed.progress.skipped
+    total_files = feed.progress.files_total
     for failure in stats.failed:
         where = failure.source_path or failure.doc_id
         skipped.append({"path": display_path(where), "reason": f"cannot be split: {failure.message}",
@@ -350,7 +342,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         nodes_written=stats.nodes_written,
         nodes_embedded=stats.nodes_embedded,
         nodes_reused=stats.nodes_reused,
-        tokens_embedded=tokens[0],
+        tokens_embedded=feed.tokens,
         nodes_total=index.vector_store.count(),
         batches=stats.batches,
         chunk_size=splitter.chunk_size,
@@ -361,6 +353,83 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
     )
+
+
+class _Feed:
+    """Reads the files of an :func:`index_paths` run batch by batch, keeping its progress (the bars
+    and :class:`IndexProgress`), its deletion scope and the count of tokens written."""
+
+    def __init__(self, readers: List[Any], scope: _Scope, files_per_batch: int, show_progress: bool,
+                 tokenizer: Any, report: Optional[Callable[[IndexProgress], None]]) -> None:
+        from tqdm.auto import tqdm
+
+        self.readers = readers
+        self.scope = scope
+        self.files_per_batch = files_per_batch
+        self.tokenizer = tokenizer
+        self.report = report
+        self.tokens = 0
+        self.progress = IndexProgress(files_total=sum(len(r.list_resources()) for r in readers))
+        self.bar_files = tqdm(total=self.progress.files_total, desc="Reading  ", unit="file", position=0,
+                              disable=not show_progress)
+        # the number of nodes is known only batch by batch, so this bar counts (with a rate) instead
+        # of showing a percentage that would jump back each time a batch adds to the total
+        self.bar_embed = tqdm(total=None, desc="Embedding", unit="node", position=1, disable=not show_progress)
+        self._tell()
+
+    def _tell(self) -> None:
+        if self.report is not None:
+            self.report(self.progress)
+
+    def batches(self) -> Iterator[List[Document]]:
+        """Documents in batches of ``files_per_batch`` files or :data:`CHARS_PER_BATCH` characters."""
+        progress = self.progress
+        for reader in self.readers:
+            batch: List[Document] = []
+            files_in_batch = chars_in_batch = 0
+            for docs in reader.iter_data():
+                self.bar_files.update(1)
+                progress.files_done += 1
+                self._tell()
+                batch.extend(docs)
+                files_in_batch += 1
+                chars_in_batch += sum(len(d.text) for d in docs)
+                if files_in_batch >= self.files_per_batch or chars_in_batch >= CHARS_PER_BATCH:
+                    yield batch
+                    batch, files_in_batch, chars_in_batch = [], 0, 0
+            if batch:
+                yield batch
+            self._account(reader.report)
+        self.bar_files.update(self.bar_files.total - self.bar_files.n)
+
+    def _account(self, read_report: Any) -> None:
+        """Record what a reader read and skipped (skipped files count as done)."""
+        self.scope.read.update(canonical_path(f.path) for f in read_report.read)
+        for s in read_report.skipped:
+            self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason,
+                                          "transient": s.transient})
+            if not s.transient:
+                self.scope.gone.add(canonical_path(s.path))
+        self.progress.files_done = len(self.scope.read) + len(self.progress.skipped)
+        self._tell()
+
+    def on_event(self, event: str, payload: Any) -> None:
+        """The engine's progress callback (``"embedded"``: a count; ``"committed"``: the nodes)."""
+        if event == "embedded":
+            self.bar_embed.update(payload)
+            self.progress.nodes_embedded += int(payload)
+        elif event == "committed":
+            self.progress.batches += 1
+            self.progress.nodes_written += len(payload or [])
+            if self.tokenizer is not None and payload:
+                self.tokens += int(sum(self.tokenizer.count_batch([n.get_content(MetadataMode.EMBED)
+                                                                   for n in payload])))
+                logger.info("committed a batch of %d nodes", len(payload))
+            self._tell()
+
+    def close(self) -> None:
+        self.bar_files.close()
+        self.bar_embed.close()
 
 
 def display_path(path: str) -> str:

@@ -35,6 +35,14 @@ class LLM(ABC):
 
     #: text prepended as a system message by :meth:`predict` when set
     system_prompt: Optional[str] = None
+    #: True for models whose answers are only good for testing the pipeline (the offline toy)
+    is_toy: bool = False
+    #: what to tell the user about a toy model's answers (``None`` for real models)
+    TOY_NOTICE: Optional[str] = None
+    #: True when the model runs in this process (generation is then serialised by callers that
+    #: share one instance between threads, such as ``ragloom serve``: it gains nothing from
+    #: concurrency on the same cores)
+    runs_locally: bool = False
 
     @property
     @abstractmethod

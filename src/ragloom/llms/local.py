@@ -207,8 +207,8 @@ class LocalGGUF(LLM):
             missing (the message names them and the ``llm`` extra).
     """
 
-    #: True for models whose answers are only good for testing the pipeline
     is_toy = False
+    runs_locally = True
 
     def __init__(
         self,

@@ -33,8 +33,13 @@ __all__ = ["SQLiteDatabase", "DEFAULT_DB_NAME", "SCHEMA_VERSION"]
 #: Name of the database file inside a ``persist_dir``.
 DEFAULT_DB_NAME = "ragloom.sqlite"
 
-#: Version of the table layout below; bumped (with a migration) whenever it changes.
-SCHEMA_VERSION = 1
+#: Version of the table layout below; bumped (with a migration in ``_MIGRATIONS``) whenever it changes.
+SCHEMA_VERSION = 2
+
+#: ``{version: SQL}`` taking a database from ``version - 1`` to ``version``.
+_MIGRATIONS = {
+    2: "ALTER TABLE docstore_ref_docs ADD COLUMN indexed_at REAL",
+}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -58,7 +63,8 @@ CREATE INDEX IF NOT EXISTS docstore_meta_ref_doc ON docstore_meta(ref_doc_id);
 -- docstore: metadata of each source document (its node ids come from docstore_meta)
 CREATE TABLE IF NOT EXISTS docstore_ref_docs (
     ref_doc_id TEXT PRIMARY KEY,
-    metadata   TEXT NOT NULL DEFAULT '{}'
+    metadata   TEXT NOT NULL DEFAULT '{}',
+    indexed_at REAL  -- seconds since the epoch (UTC) of the last write of its nodes (schema 2)
 ) WITHOUT ROWID;
 
 -- index store
@@ -139,11 +145,18 @@ class SQLiteDatabase:
             rows = self._conn.execute("SELECT version FROM schema_version").fetchall()
             if not rows:
                 self._conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
-            elif int(cast(Any, rows[0][0])) > SCHEMA_VERSION:
+                return
+            version = int(cast(Any, rows[0][0]))
+            if version > SCHEMA_VERSION:
                 raise RuntimeError(
                     f"{self._path} was written by a newer ragloom (schema version {rows[0][0]}, "
                     f"this version reads up to {SCHEMA_VERSION}); upgrade ragloom"
                 )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                self._conn.execute(_MIGRATIONS[target])
+                logger.info("migrated %s to schema version %d", self._path, target)
+            if version < SCHEMA_VERSION:
+                self._conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
     @property
     def path(self) -> str:

@@ -89,6 +89,40 @@ class MetadataFilters:
             if not isinstance(f, (MetadataFilter, MetadataFilters)):
                 raise ValueError(f"MetadataFilters takes MetadataFilter or MetadataFilters, got {f!r}")
 
+    @classmethod
+    def from_dict(cls, data: Any) -> "MetadataFilters":
+        """Filters from their JSON form: ``{"filters": [{"key", "value", "operator"} | nested group,
+        ...], "condition": "and" | "or"}`` (``operator`` defaults to ``"=="``, ``condition`` to
+        ``"and"``), as the HTTP API of ``ragloom serve`` takes them.
+
+        Raises:
+            ValueError: not that shape, an unknown field, operator or condition.
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("filters"), list):
+            raise ValueError(f'filters must be {{"filters": [...], "condition": "and"|"or"}}, got {data!r}')
+        unknown = set(data) - {"filters", "condition"}
+        if unknown:
+            raise ValueError(f"filters: unknown field(s) {sorted(unknown)}; allowed: filters, condition")
+        items: List[Union[MetadataFilter, MetadataFilters]] = []
+        for item in data["filters"]:
+            if isinstance(item, dict) and "filters" in item:
+                items.append(cls.from_dict(item))
+                continue
+            if not isinstance(item, dict) or not isinstance(item.get("key"), str) or "value" not in item:
+                raise ValueError(f'each filter must be {{"key": str, "value": ..., "operator": str}}, got {item!r}')
+            unknown = set(item) - {"key", "value", "operator"}
+            if unknown:
+                raise ValueError(f"filter {item['key']!r}: unknown field(s) {sorted(unknown)}")
+            operator = item.get("operator", "==")
+            if operator not in {op.value for op in FilterOperator}:
+                raise ValueError(f"filter {item['key']!r}: operator must be one of "
+                                 f"{[op.value for op in FilterOperator]}, got {operator!r}")
+            items.append(MetadataFilter(key=item["key"], value=item["value"], operator=FilterOperator(operator)))
+        condition = data.get("condition", "and")
+        if condition not in ("and", "or"):
+            raise ValueError(f"filters: condition must be 'and' or 'or', got {condition!r}")
+        return cls(filters=items, condition=FilterCondition(condition))
+
 
 class VectorStoreQueryMode(str, Enum):
     DEFAULT = "default"

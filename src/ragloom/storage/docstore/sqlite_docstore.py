@@ -12,12 +12,13 @@ the ``docstore_meta`` rows pointing at it, in insertion order.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Dict, List, Optional, Sequence
 
 import msgspec
 
 from ragloom.schema import BaseNode, node_from_json
-from ragloom.storage.docstore.types import BaseDocumentStore, RefDocInfo
+from ragloom.storage.docstore.types import BaseDocumentStore, RefDocInfo, RefDocSummary
 from ragloom.storage.sqlite import SQLiteBacked
 
 __all__ = ["SQLiteDocumentStore", "SimpleDocumentStore"]
@@ -49,6 +50,7 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
         if not nodes:
             return
         chunk = batch_size or _CHUNK
+        now = time.time()
         with self._db.transaction():
             conn = self._db.connection
             if not allow_update:
@@ -89,11 +91,12 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                     [(n.node_id, n.hash, ref) for n, ref in refs],
                 )
                 conn.executemany(
-                    "INSERT INTO docstore_ref_docs(ref_doc_id, metadata) VALUES (?, ?) "
-                    "ON CONFLICT(ref_doc_id) DO UPDATE SET metadata = excluded.metadata "
-                    "WHERE docstore_ref_docs.metadata = '{}'",
+                    "INSERT INTO docstore_ref_docs(ref_doc_id, metadata, indexed_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(ref_doc_id) DO UPDATE SET indexed_at = excluded.indexed_at, metadata = "
+                    "CASE WHEN docstore_ref_docs.metadata = '{}' THEN excluded.metadata "
+                    "ELSE docstore_ref_docs.metadata END",
                     [
-                        (ref, msgspec.json.encode(n.metadata or {}).decode("utf-8"))
+                        (ref, msgspec.json.encode(n.metadata or {}).decode("utf-8"), now)
                         for n, ref in refs
                         if ref is not None
                     ],
@@ -184,6 +187,36 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                 if info is not None:
                     info.node_ids.append(doc_id)
         return out
+
+    def list_ref_docs(self, offset: int = 0, limit: Optional[int] = None,
+                      path_contains: Optional[str] = None) -> "tuple[int, List[RefDocSummary]]":
+        where, params = "", []  # type: ignore[var-annotated]
+        if path_contains:
+            where = "WHERE instr(ragloom_casefold(json_extract(r.metadata, '$.file_path')), ?) > 0"
+            params = [path_contains.casefold()]
+        with self._db.snapshot():
+            conn = self._db.connection
+            total = int(conn.execute(f"SELECT count(*) FROM docstore_ref_docs AS r {where}", params).fetchall()[0][0])
+            rows = conn.execute(
+                "SELECT r.ref_doc_id, r.metadata, r.indexed_at, "
+                "(SELECT count(*) FROM docstore_meta AS m WHERE m.ref_doc_id = r.ref_doc_id), "
+                "(SELECT doc_hash FROM docstore_meta AS h WHERE h.doc_id = r.ref_doc_id) "
+                f"FROM docstore_ref_docs AS r {where} ORDER BY r.ref_doc_id LIMIT ? OFFSET ?",
+                [*params, -1 if limit is None else limit, offset],
+            ).fetchall()
+        return total, [
+            RefDocSummary(ref_doc_id=ref, metadata=json.loads(meta), node_count=int(count), doc_hash=doc_hash,
+                          indexed_at=indexed_at)
+            for ref, meta, indexed_at, count, doc_hash in rows
+        ]
+
+    def ref_doc_counts(self, key: str) -> Dict[str, int]:
+        rows = self._db.execute(
+            "SELECT json_extract(metadata, ?), count(*) FROM docstore_ref_docs "
+            "WHERE json_type(metadata, ?) = 'text' GROUP BY 1 ORDER BY 2 DESC",
+            (f'$."{key}"', f'$."{key}"'),
+        )
+        return {str(value): int(count) for value, count in rows}
 
     def ref_doc_exists(self, ref_doc_id: str) -> bool:
         return bool(self._db.execute("SELECT 1 FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,)))

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ragloom.schema import BaseNode
 
-__all__ = ["BaseDocumentStore", "RefDocInfo", "DEFAULT_PERSIST_FNAME"]
+__all__ = ["BaseDocumentStore", "RefDocInfo", "RefDocSummary", "DEFAULT_PERSIST_FNAME"]
 
 DEFAULT_PERSIST_FNAME = "docstore.json"
 
@@ -22,6 +22,19 @@ class RefDocInfo:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"node_ids": list(self.node_ids), "metadata": dict(self.metadata)}
+
+
+@dataclass
+class RefDocSummary:
+    """One source document as :meth:`BaseDocumentStore.list_ref_docs` lists it: its id, metadata,
+    number of nodes, recorded fingerprint, and when its nodes were last written (seconds since the
+    epoch, ``None`` if unknown)."""
+
+    ref_doc_id: str
+    metadata: Dict[str, Any]
+    node_count: int
+    doc_hash: Optional[str] = None
+    indexed_at: Optional[float] = None
 
 
 class BaseDocumentStore(ABC):
@@ -83,6 +96,34 @@ class BaseDocumentStore(ABC):
     def get_source_document_hashes(self) -> Dict[str, str]:
         """``{source document id: recorded hash}`` of every ingested source document (the inputs of
         ingestion, not their nodes).  The ingestion engine plans with it."""
+
+    def list_ref_docs(self, offset: int = 0, limit: Optional[int] = None,
+                      path_contains: Optional[str] = None) -> "tuple[int, List[RefDocSummary]]":
+        """``(total, page)``: the number of source documents (whose ``file_path`` metadata contains
+        ``path_contains``, case-insensitively, when given) and ``limit`` of them from ``offset``,
+        ordered by id.  Stores with their own index override this scan of
+        :meth:`get_all_ref_doc_info`."""
+        infos = self.get_all_ref_doc_info() or {}
+        needle = path_contains.casefold() if path_contains else None
+        ids = sorted(
+            ref for ref, info in infos.items()
+            if needle is None or needle in str(info.metadata.get("file_path", "")).casefold()
+        )
+        page = ids[offset:] if limit is None else ids[offset:offset + limit]
+        return len(ids), [
+            RefDocSummary(ref_doc_id=ref, metadata=dict(infos[ref].metadata), node_count=len(infos[ref].node_ids),
+                          doc_hash=self.get_document_hash(ref))
+            for ref in page
+        ]
+
+    def ref_doc_counts(self, key: str) -> Dict[str, int]:
+        """``{value: documents}``: how many source documents have each string value of metadata ``key``."""
+        counts: Dict[str, int] = {}
+        for info in (self.get_all_ref_doc_info() or {}).values():
+            value = info.metadata.get(key)
+            if isinstance(value, str):
+                counts[value] = counts.get(value, 0) + 1
+        return counts
 
     @property
     def database(self) -> Any:
