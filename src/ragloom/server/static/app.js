@@ -205,6 +205,26 @@ function fixed(value, digits) {
   return typeof value === 'number' ? value.toFixed(digits) : '–';
 }
 
+/**
+ * The API's character offsets count code points (Python strings); JavaScript strings count UTF-16
+ * units, one more for every character beyond U+FFFF (emoji). Returns a function mapping an API
+ * offset into `text` to its JavaScript offset, clamped to the text; its `size` is the text's
+ * length in code points.
+ */
+function unitOffsets(text) {
+  let toUnit;
+  if (!/[\uD800-\uDFFF]/.test(text)) {
+    toUnit = (n) => Math.min(text.length, Math.max(0, n | 0));
+    toUnit.size = text.length;
+  } else {
+    const units = [0];
+    for (const ch of text) units.push(units[units.length - 1] + ch.length);
+    toUnit = (n) => units[Math.min(units.length - 1, Math.max(0, n | 0))];
+    toUnit.size = units.length - 1;
+  }
+  return toUnit;
+}
+
 function formatDate(iso) {
   const date = new Date(iso);
   if (!iso || Number.isNaN(date.getTime())) return iso || '';
@@ -431,10 +451,14 @@ async function openViewer(hit, slot) {
   const text = doc.text || '';
   let start = hit.start_char_idx;
   let end = hit.end_char_idx;
-  if (!Number.isInteger(start) || !Number.isInteger(end) || start > end || end > text.length) {
+  const toUnit = unitOffsets(text);
+  if (!Number.isInteger(start) || !Number.isInteger(end) || start > end || end > toUnit.size) {
     // No usable offsets: look for the chunk's text instead.
     start = hit.text ? text.indexOf(hit.text) : -1;
     end = start + (hit.text || '').length;
+  } else {
+    start = toUnit(start);
+    end = toUnit(end);
   }
   if (start < 0) {
     pre.textContent = text;
@@ -837,7 +861,7 @@ class ChunkView {
     const text = data.text || '';
     const chunks = data.chunks || [];
     const size = data.budget?.chunk_size;
-    const clamp = (n) => Math.min(text.length, Math.max(0, n | 0));
+    const clamp = unitOffsets(text);   // API offsets (code points) → UTF-16 offsets, clamped
     // Cut the text at every chunk boundary; each piece is then covered by a fixed set of chunks.
     const cuts = new Set([0, text.length]);
     for (const c of chunks) { cuts.add(clamp(c.start)); cuts.add(clamp(c.end)); }
