@@ -374,17 +374,18 @@ class IndexService:
         nodes.sort(key=lambda n: (n.start_char_idx if n.start_char_idx is not None else -1))
         return dict(info.metadata), nodes
 
-    def _document_text(self, doc_id: str, metadata: Dict[str, Any], nodes: List[BaseNode]) -> Tuple[str, str]:
-        """The document's text, read again from its file when every chunk still matches it, else
-        rebuilt from the chunks (uncovered characters as spaces); and which of the two it is."""
+    def _source_document(self, doc_id: str, metadata: Dict[str, Any], nodes: List[BaseNode]) -> Tuple[Document, str]:
+        """The source document as it was ingested: read again from its file when every chunk still
+        matches it (``"file"``), else rebuilt from the chunks, uncovered characters as spaces, with
+        the chunks' metadata exclusions (``"chunks"``)."""
         path = metadata.get("file_path")
         if isinstance(path, str) and os.path.isfile(path):
-            text = self._reread(path, doc_id)
-            if text is not None and all(
+            doc = self._reread(path, doc_id)
+            if doc is not None and all(
                 n.start_char_idx is not None and n.end_char_idx is not None
-                and text[n.start_char_idx:n.end_char_idx] == n.get_content(MetadataMode.NONE) for n in nodes
+                and doc.text[n.start_char_idx:n.end_char_idx] == n.get_content(MetadataMode.NONE) for n in nodes
             ):
-                return text, "file"
+                return doc, "file"
         end = max((n.end_char_idx or 0 for n in nodes), default=0)
         chars = [" "] * end
         for n in nodes:
@@ -392,16 +393,20 @@ class IndexService:
                 continue
             chars[n.start_char_idx:n.end_char_idx] = list(n.get_content(MetadataMode.NONE))[: n.end_char_idx -
                                                                                           n.start_char_idx]
-        return "".join(chars), "chunks"
+        doc = Document(text="".join(chars), metadata=dict(metadata), id_=doc_id)
+        if nodes:  # what the reader excluded from embedding is excluded from every chunk
+            doc.excluded_embed_metadata_keys = list(nodes[0].excluded_embed_metadata_keys)
+            doc.excluded_llm_metadata_keys = list(nodes[0].excluded_llm_metadata_keys)
+        return doc, "chunks"
 
     @staticmethod
-    def _reread(path: str, doc_id: str) -> Optional[str]:
+    def _reread(path: str, doc_id: str) -> Optional[Document]:
         from ragloom.readers import SimpleDirectoryReader
 
         reader = SimpleDirectoryReader(input_files=[path])
         for doc in reader.load_data():
             if doc.id_ == doc_id:
-                return doc.text
+                return doc
         return None
 
     def _tokens(self, nodes: Sequence[BaseNode]) -> List[Optional[int]]:
@@ -466,10 +471,10 @@ class IndexService:
             KeyError: no such document.
         """
         metadata, nodes = self._document_nodes(doc_id)
-        text, text_source = self._document_text(doc_id, metadata, nodes)
+        doc, text_source = self._source_document(doc_id, metadata, nodes)
         config = self._recorded_config()
         parser = "auto" if config.get("class_name") == "SimpleFileNodeParser" else "sentence"
-        return self._chunk_view(doc_id, metadata, text, text_source, nodes, config.get("chunk_size"), parser)
+        return self._chunk_view(doc_id, metadata, doc.text, text_source, nodes, config.get("chunk_size"), parser)
 
     def preview_chunks(self, *, doc_id: Optional[str] = None, text: Optional[str] = None,
                        file_name: Optional[str] = None, parser: str = "sentence", chunk_size: Optional[int] = None,
@@ -497,13 +502,15 @@ class IndexService:
         splitter = default_node_parser(self.embed_model, chunk_size, chunk_overlap, parser)
         if doc_id is not None:
             metadata, nodes = self._document_nodes(doc_id)
-            text, text_source = self._document_text(doc_id, metadata, nodes)
+            doc, text_source = self._source_document(doc_id, metadata, nodes)
         else:
+            # the file name only routes the text to its parser; it is not part of the chunks
             metadata, text_source = ({"file_name": file_name} if file_name else {}), "given"
-        assert text is not None
-        if len(text) > MAX_PREVIEW_CHARS:
-            raise ValueError(f"text must be at most {MAX_PREVIEW_CHARS} characters for a preview, got {len(text)}")
-        doc = Document(text=text, metadata=dict(metadata), id_=doc_id or "preview")
+            doc = Document(text=str(text), metadata=dict(metadata), id_="preview",
+                           excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata))
+        if len(doc.text) > MAX_PREVIEW_CHARS:
+            raise ValueError(f"text must be at most {MAX_PREVIEW_CHARS} characters for a preview, got {len(doc.text)}")
+        text = doc.text
         nodes = splitter.get_nodes_from_documents([doc])
         nodes.sort(key=lambda n: (n.start_char_idx if n.start_char_idx is not None else -1))
         return self._chunk_view(doc_id, metadata, text, text_source, nodes, splitter.chunk_size, parser)

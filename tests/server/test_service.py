@@ -153,3 +153,20 @@ def test_preview_of_text(service):
     for ch in view["chunks"]:
         assert text[ch["start"]:ch["end"]] == ch["text"] and ch["tokens"] <= 64
 
+
+
+def test_preview_with_the_index_configuration_reproduces_the_stored_chunks(service):
+    """The inspector's preview splits exactly as ingestion did: same document (metadata exclusions
+    included), same parser, so the same spans and token counts; another size changes them."""
+    stats = service.stats()
+    docs = service.documents(limit=100)["documents"]
+    assert docs
+    for doc in docs:
+        stored = service.chunks(doc["id"])
+        preview = service.preview_chunks(doc_id=doc["id"], parser=stats["parser"], chunk_size=stats["chunk_size"],
+                                         chunk_overlap=stats["chunk_overlap"])
+        assert [(c["start"], c["end"], c["tokens"]) for c in preview["chunks"]] == \
+            [(c["start"], c["end"], c["tokens"]) for c in stored["chunks"]], doc["source"]
+    smaller = service.preview_chunks(doc_id=docs[0]["id"], parser="sentence", chunk_size=64, chunk_overlap=8)
+    assert len(smaller["chunks"]) > len(service.chunks(docs[0]["id"])["chunks"])
+    assert max(c["tokens"] for c in smaller["chunks"]) <= 64
