@@ -29,8 +29,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+from index_state import assert_partial_is_a_prefix_of as _assert_partial_is_a_prefix_of
+from index_state import assert_same as _assert_same
+from index_state import per_doc as _per_doc
+from index_state import read_state as _state
 
 FILES = [
     "en/docs/environment-variables.md",
@@ -47,7 +50,6 @@ FILES = [
     "zh/docs/advanced/response-cookies.md",
 ]
 CHUNK = ["--chunk-size", "128", "--chunk-overlap", "16"]
-KEYWORD_QUERIES = ["cookie", "middleware status code", "部署", "测试 事件", "environment variable"]
 #: Seconds any one `ragloom index` process may take before the test fails.
 RUN_TIMEOUT = 240
 
@@ -133,80 +135,6 @@ def _killed_run(corpus, index_dir, log, delay=None, after=("indexing ", 1), **ho
             proc.wait()
     assert rc in (0, -signal.SIGKILL), log.read_text()[-3000:]
     return "killed" if rc == -signal.SIGKILL else "finished"
-
-
-def _state(index_dir):
-    """Everything the index holds, read from its database, with the consistency checks every state must pass."""
-    from ragloom.schema import MetadataMode, node_from_json
-    from ragloom.storage.sqlite import SQLiteDatabase
-    from ragloom.vector_stores.sqlite import SQLiteVectorStore
-    from ragloom.vector_stores.types import VectorStoreQuery
-
-    db = SQLiteDatabase(Path(index_dir) / "ragloom.sqlite", create=False)
-    try:
-        assert db.execute("PRAGMA integrity_check") == [("ok",)]
-        store = SQLiteVectorStore(db)
-        rows = db.execute("SELECT id, node_id, ref_doc_id, node FROM vs_default_nodes")
-        rowid_of = {node_id: rid for rid, node_id, _, _ in rows}
-        assert len(rowid_of) == len(rows)  # no duplicate node ids
-        nodes = {}
-        for _, node_id, ref, data in rows:
-            node = node_from_json(data)
-            nodes[node_id] = (ref, node.text, node.get_content(MetadataMode.EMBED), node.start_char_idx,
-                              node.end_char_idx)
-        has_vectors = bool(db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vs_default_vectors'"))
-        vec_rows = db.execute("SELECT rowid, embedding FROM vs_default_vectors") if has_vectors else []
-        vectors = {rid: np.frombuffer(blob, dtype=np.float32) for rid, blob in vec_rows}
-        assert set(vectors) == set(rowid_of.values()), "a node without its vector, or a vector without its node"
-        fts = {r[0] for r in db.execute("SELECT rowid FROM vs_default_fts")}
-        assert fts == set(rowid_of.values()), "keyword (FTS) rows disagree with the nodes"
-        db.execute("INSERT INTO vs_default_fts(vs_default_fts) VALUES('integrity-check')")
-        links = {
-            (d, r) for d, r in db.execute("SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL")
-        }
-        assert links == {(n, v[0]) for n, v in nodes.items()}, "docstore node links disagree with the vector store"
-        hashes = dict(
-            db.execute("SELECT doc_id, doc_hash FROM docstore_meta WHERE ref_doc_id IS NULL AND doc_hash IS NOT NULL")
-        )
-        assert {v[0] for v in nodes.values()} <= set(hashes), "nodes of a document whose hash is not recorded"
-        keyword = {}
-        for q in KEYWORD_QUERIES:
-            res = store.query(VectorStoreQuery(query_str=q, mode="text_search", similarity_top_k=1000))
-            keyword[q] = sorted(res.ids or [])
-        return {
-            "nodes": nodes,
-            "vectors": {n: vectors[rowid_of[n]] for n in nodes},
-            "hashes": hashes,
-            "keyword": keyword,
-        }
-    finally:
-        db.close()
-
-
-def _per_doc(state):
-    out = {}
-    for node_id, v in state["nodes"].items():
-        out.setdefault(v[0], set()).add(node_id)
-    return out
-
-
-def _assert_same(state, clean):
-    assert state["hashes"] == clean["hashes"]
-    assert set(state["nodes"]) == set(clean["nodes"]) and len(state["nodes"]) == len(clean["nodes"])
-    assert state["nodes"] == clean["nodes"]
-    for node_id, vec in clean["vectors"].items():
-        np.testing.assert_allclose(state["vectors"][node_id], vec, atol=1e-4)
-    assert state["keyword"] == clean["keyword"]
-
-
-def _assert_partial_is_a_prefix_of(state, clean):
-    """Every document whose hash is recorded holds exactly its clean-build nodes."""
-    clean_docs, docs = _per_doc(clean), _per_doc(state)
-    for doc_id, h in state["hashes"].items():
-        assert clean["hashes"].get(doc_id) == h
-        assert docs.get(doc_id, set()) == clean_docs.get(doc_id, set()), doc_id
-        for node_id in docs.get(doc_id, ()):
-            assert state["nodes"][node_id] == clean["nodes"][node_id]
 
 
 def test_sigkill_at_random_points_then_rerun_equals_a_clean_build(corpus, tmp_path):
