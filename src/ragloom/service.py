@@ -16,8 +16,9 @@ Every result is a JSON-ready ``dict``, the same for the CLI's ``--json`` and the
 Reads and writes use separate SQLite connections: an ingestion opens its own (through
 ``index_paths``) and commits batch by batch, and the service's reader connection sees each
 committed batch and never waits for the writer (SQLite WAL mode).  The object may be shared by
-threads; writes (ingestions, deletions) are serialised by one lock, and generation by an LLM that
-runs in this process by another.
+threads; writes (ingestions, deletions) are serialised by one lock, queries embedded by a local
+model by another (concurrent forward passes on the same cores only slow each other down), and
+generation by an LLM that runs in this process by a third.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ class IndexService:
         self._llm: Any = None
         self._llm_lock = threading.Lock()  # loading the LLM, and generating with a local one
         self._write_lock = threading.Lock()  # one writer at a time in this process
+        self._query_lock = threading.Lock()  # queries embedded by a local model, one at a time
         self.ingesting = False
 
     def warm_up(self) -> None:
@@ -178,7 +180,11 @@ class IndexService:
             filters = MetadataFilters.from_dict(filters)
         retriever = self.index.as_retriever(similarity_top_k=top_k, vector_store_query_mode=QUERY_MODES[mode],
                                             filters=filters)
-        results = retriever.retrieve(text)
+        if self.embed_model.runs_locally and mode != "keyword":
+            with self._query_lock:  # one forward pass at a time on these cores (see runs_locally)
+                results = retriever.retrieve(text)
+        else:
+            results = retriever.retrieve(text)
         return {
             "query": text, "mode": mode, "score": SCORE_KINDS[mode],
             "results": [source_dict(rank, nws) for rank, nws in enumerate(results, 1)],

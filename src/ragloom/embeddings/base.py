@@ -70,6 +70,10 @@ class BaseEmbedding(TransformComponent):
     model_name: str = "unknown"
     #: Local models set this: out-of-memory errors halve the batch size and retry.
     adaptive_batch: bool = False
+    #: Whether the model computes in this process, on this machine's cores.  Callers that share one
+    #: instance between threads (``ragloom serve``) then embed one query at a time: concurrent
+    #: forward passes on the same cores oversubscribe them and each gets slower.
+    runs_locally: bool = False
     #: Whether the model embeds non-English text (Chinese in particular) meaningfully.  Hybrid
     #: retrieval leans on keyword search alone for mostly-CJK queries when it is ``False``.
     multilingual: bool = False

