@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, cast
 
 import msgspec
 
@@ -190,13 +190,14 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
 
     def list_ref_docs(self, offset: int = 0, limit: Optional[int] = None,
                       path_contains: Optional[str] = None) -> "tuple[int, List[RefDocSummary]]":
-        where, params = "", []  # type: ignore[var-annotated]
+        where, params = "", []
         if path_contains:
             where = "WHERE instr(ragloom_casefold(json_extract(r.metadata, '$.file_path')), ?) > 0"
             params = [path_contains.casefold()]
         with self._db.snapshot():
             conn = self._db.connection
-            total = int(conn.execute(f"SELECT count(*) FROM docstore_ref_docs AS r {where}", params).fetchall()[0][0])
+            total = cast(int, conn.execute(f"SELECT count(*) FROM docstore_ref_docs AS r {where}",
+                                           params).fetchall()[0][0])
             rows = conn.execute(
                 "SELECT r.ref_doc_id, r.metadata, r.indexed_at, "
                 "(SELECT count(*) FROM docstore_meta AS m WHERE m.ref_doc_id = r.ref_doc_id), "
@@ -205,8 +206,8 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                 [*params, -1 if limit is None else limit, offset],
             ).fetchall()
         return total, [
-            RefDocSummary(ref_doc_id=ref, metadata=json.loads(meta), node_count=int(count), doc_hash=doc_hash,
-                          indexed_at=indexed_at)
+            RefDocSummary(ref_doc_id=cast(str, ref), metadata=json.loads(cast(str, meta)), node_count=cast(int, count),
+                          doc_hash=cast(Optional[str], doc_hash), indexed_at=cast(Optional[float], indexed_at))
             for ref, meta, indexed_at, count, doc_hash in rows
         ]
 
