@@ -88,7 +88,7 @@ def serve(
     from ragloom.server.app import ServerConfig, create_app
     from ragloom.service import IndexService
 
-    service = IndexService(index_dir, llm=llm, create=True)
+    service = IndexService(index_dir, llm=llm, create=True, memory_search=True)
     service.warm_up()
     app = create_app(service, ServerConfig(api_key=api_key or None, allow_roots=roots,
                                            max_upload_bytes=int(max_upload_mb * 1024 * 1024),

@@ -115,6 +115,7 @@ class SQLiteDatabase:
             self._path = str(p.resolve())
         self._lock = threading.RLock()
         self._depth = 0
+        self._commits = 0  # transactions this object committed (see change_token)
         self._closed = False
         try:
             self._conn = self._connect(self._path, busy_timeout_ms)
@@ -199,6 +200,15 @@ class SQLiteDatabase:
         with self._lock:
             return self.connection.executemany(sql, seq).fetchall()
 
+    def change_token(self) -> Tuple[int, int]:
+        """A value that differs whenever the database may have changed since it was last read:
+        SQLite's ``PRAGMA data_version`` (another connection committed) and the number of
+        transactions this object committed.  Read it inside :meth:`snapshot` to tie it to the
+        state the snapshot reads."""
+        with self._lock:
+            version = self.connection.execute("PRAGMA data_version").fetchall()[0][0]
+            return int(cast(Any, version)), self._commits
+
     # -- transactions -----------------------------------------------------------------
     @property
     def in_transaction(self) -> bool:
@@ -222,6 +232,7 @@ class SQLiteDatabase:
                 else:
                     self._depth = 0
                     conn.execute("COMMIT")
+                    self._commits += 1
             else:
                 self._depth += 1
                 name = f"ragloom_sp{self._depth}"
