@@ -37,6 +37,7 @@ import json
 import logging
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -352,10 +353,18 @@ class SQLiteVectorStore(BasePydanticVectorStore):
             if not 0.0 <= alpha <= 1.0:
                 raise ValueError(f"VectorStoreQuery.alpha must be in [0, 1], got {query.alpha!r}")
             pool = max(4 * k, 50)
+            sparse_k = int(query.sparse_top_k or pool)
+            pending = None
+            if alpha < 1 and alpha > 0 and self.memory_search and where == "1":
+                # the keyword search (SQLite) runs while the dense one multiplies in memory
+                pending = _background().submit(self._sparse, query.query_str, sparse_k, where, params)
             dense = (
                 self._dense(query.query_embedding, int(query.hybrid_top_k or pool), where, params) if alpha > 0 else []
             )
-            sparse = self._sparse(query.query_str, int(query.sparse_top_k or pool), where, params) if alpha < 1 else []
+            if pending is not None:
+                sparse = pending.result()
+            else:
+                sparse = self._sparse(query.query_str, sparse_k, where, params) if alpha < 1 else []
             rows = dist_based_fuse([(alpha, dense), (1.0 - alpha, sparse)], k)
         ids = [r[0] for r in rows]
         nodes = [node_from_json(r[1]) for r in rows]
@@ -436,29 +445,68 @@ class _VectorMatrix:
 
     def search(self, db: SQLiteDatabase, vectors: str, nodes: str, query: np.ndarray,
                k: int) -> List[Tuple[str, str, float]]:
-        """``(node_id, node_json, cosine similarity)`` of the ``k`` nearest vectors, best first."""
+        """``(node_id, node_json, cosine similarity)`` of the ``k`` nearest vectors, best first.
+
+        The product runs outside the database lock (other statements, such as the keyword half
+        of a hybrid query, proceed meanwhile); the winners are fetched in a snapshot that must
+        still be the one the matrix was loaded from, else the search is redone on a fresh matrix.
+        """
+        norm = float(np.linalg.norm(query))
+        query = query / norm if norm else query
+        for _attempt in range(_MATRIX_RETRIES):
+            token, rowids, matrix = self._current(db, vectors, nodes, int(query.shape[0]))
+            if not len(rowids):
+                return []
+            sims = matrix @ query
+            kk = min(k, len(sims))
+            top = np.argpartition(-sims, kk - 1)[:kk] if kk < len(sims) else np.arange(len(sims))
+            top = top[np.argsort(-sims[top], kind="stable")]
+            wanted = [int(r) for r in rowids[top]]
+            with db.snapshot():
+                _pin(db, nodes)
+                if db.change_token() != token:
+                    continue  # a commit landed meanwhile: search the new state
+                found = {
+                    rowid: (node_id, data)
+                    for rowid, node_id, data in db.connection.execute(
+                        f'SELECT id, node_id, node FROM "{nodes}" WHERE id IN (SELECT value FROM json_each(?))',
+                        (json.dumps(wanted),),
+                    )
+                }
+            return [(*found[r], float(sims[i])) for r, i in zip(wanted, top, strict=True) if r in found]
+        raise RuntimeError(f"the database kept changing during {_MATRIX_RETRIES} dense searches; retry")
+
+    def _current(self, db: SQLiteDatabase, vectors: str, nodes: str, dim: int) -> Tuple[Any, np.ndarray, np.ndarray]:
+        """The change token and the matrix of the database's current state (reloaded if stale)."""
         with db.snapshot():
-            db.connection.execute(f'SELECT 1 FROM "{nodes}" LIMIT 1').fetchall()  # pins the snapshot first
+            _pin(db, nodes)
             token = db.change_token()
             if token != self.token:
-                self._load(db, vectors, int(query.shape[0]))
+                self._load(db, vectors, dim)
                 self.token = token
-            if not len(self.rowids):
-                return []
-            norm = float(np.linalg.norm(query))
-            sims = self.matrix @ (query / norm if norm else query)
-            k = min(k, len(sims))
-            top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-            top = top[np.argsort(-sims[top], kind="stable")]
-            wanted = [int(r) for r in self.rowids[top]]
-            found = {
-                rowid: (node_id, data)
-                for rowid, node_id, data in db.connection.execute(
-                    f'SELECT id, node_id, node FROM "{nodes}" WHERE id IN (SELECT value FROM json_each(?))',
-                    (json.dumps(wanted),),
-                )
-            }
-        return [(*found[r], float(sims[i])) for r, i in zip(wanted, top, strict=True) if r in found]
+            return token, self.rowids, self.matrix
+
+
+#: dense searches redone at most this many times while commits keep landing
+_MATRIX_RETRIES = 8
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pin(db: SQLiteDatabase, nodes: str) -> None:
+    """Start the snapshot's read transaction now (its first read fixes the state it sees)."""
+    db.connection.execute(f'SELECT 1 FROM "{nodes}" LIMIT 1').fetchall()
+
+
+def _background() -> Any:
+    """A small shared thread pool for the keyword half of hybrid queries."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ragloom-keyword")
+        return _POOL
 
 
 def dist_based_fuse(weighted: List[Tuple[float, List[Tuple[str, str, float]]]], k: int) -> List[Tuple[str, str, float]]:
