@@ -449,32 +449,23 @@ class _VectorMatrix:
 
         The product runs outside the database lock (other statements, such as the keyword half
         of a hybrid query, proceed meanwhile); the winners are fetched in a snapshot that must
-        still be the one the matrix was loaded from, else the search is redone on a fresh matrix.
+        still be the one the matrix was loaded from, else the search is redone on a fresh matrix
+        (after :data:`_MATRIX_RETRIES` tries, all of it inside one snapshot).
         """
         norm = float(np.linalg.norm(query))
         query = query / norm if norm else query
         for _attempt in range(_MATRIX_RETRIES):
             token, rowids, matrix = self._current(db, vectors, nodes, int(query.shape[0]))
-            if not len(rowids):
-                return []
-            sims = matrix @ query
-            kk = min(k, len(sims))
-            top = np.argpartition(-sims, kk - 1)[:kk] if kk < len(sims) else np.arange(len(sims))
-            top = top[np.argsort(-sims[top], kind="stable")]
-            wanted = [int(r) for r in rowids[top]]
+            wanted, top, sims = _nearest(rowids, matrix, query, k)
             with db.snapshot():
                 _pin(db, nodes)
-                if db.change_token() != token:
-                    continue  # a commit landed meanwhile: search the new state
-                found = {
-                    rowid: (node_id, data)
-                    for rowid, node_id, data in db.connection.execute(
-                        f'SELECT id, node_id, node FROM "{nodes}" WHERE id IN (SELECT value FROM json_each(?))',
-                        (json.dumps(wanted),),
-                    )
-                }
-            return [(*found[r], float(sims[i])) for r, i in zip(wanted, top, strict=True) if r in found]
-        raise RuntimeError(f"the database kept changing during {_MATRIX_RETRIES} dense searches; retry")
+                if db.change_token() == token:
+                    return _fetch(db, nodes, wanted, top, sims)
+        # commits keep landing between the product and the fetch: do both in one snapshot
+        with db.snapshot():
+            token, rowids, matrix = self._current(db, vectors, nodes, int(query.shape[0]))
+            wanted, top, sims = _nearest(rowids, matrix, query, k)
+            return _fetch(db, nodes, wanted, top, sims)
 
     def _current(self, db: SQLiteDatabase, vectors: str, nodes: str, dim: int) -> Tuple[Any, np.ndarray, np.ndarray]:
         """The change token and the matrix of the database's current state (reloaded if stale)."""
@@ -487,10 +478,37 @@ class _VectorMatrix:
             return token, self.rowids, self.matrix
 
 
-#: dense searches redone at most this many times while commits keep landing
-_MATRIX_RETRIES = 8
+#: dense searches redone outside the lock while commits keep landing, before one under it
+_MATRIX_RETRIES = 3
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
+
+
+def _nearest(rowids: np.ndarray, matrix: np.ndarray, query: np.ndarray,
+             k: int) -> Tuple[List[int], np.ndarray, np.ndarray]:
+    """Row ids of the ``k`` best rows of ``matrix @ query``, best first, their positions and all scores."""
+    if not len(rowids):
+        return [], np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    sims = matrix @ query
+    k = min(k, len(sims))
+    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    top = top[np.argsort(-sims[top], kind="stable")]
+    return [int(r) for r in rowids[top]], top, sims
+
+
+def _fetch(db: SQLiteDatabase, nodes: str, wanted: List[int], top: np.ndarray,
+           sims: np.ndarray) -> List[Tuple[str, str, float]]:
+    """``(node_id, node_json, score)`` of the rows ``wanted`` (in that order)."""
+    if not wanted:
+        return []
+    found = {
+        rowid: (node_id, data)
+        for rowid, node_id, data in db.connection.execute(
+            f'SELECT id, node_id, node FROM "{nodes}" WHERE id IN (SELECT value FROM json_each(?))',
+            (json.dumps(wanted),),
+        )
+    }
+    return [(*found[r], float(sims[i])) for r, i in zip(wanted, top, strict=True) if r in found]
 
 
 def _pin(db: SQLiteDatabase, nodes: str) -> None:
