@@ -281,9 +281,15 @@ class IndexService:
 
         if on_delta is not None and isinstance(response, StreamingResponse):
             parts: List[str] = []
-            for piece in response.response_gen:
-                parts.append(piece)
-                on_delta(piece)
+            pieces = response.response_gen
+            try:
+                for piece in pieces:
+                    parts.append(piece)
+                    on_delta(piece)  # may raise to stop the answer (a client went away)
+            finally:
+                close = getattr(pieces, "close", None)  # a generator: stop generating now
+                if close is not None:
+                    close()
             return "".join(parts)
         answer = response.response
         if on_delta is not None and answer:

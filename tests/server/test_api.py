@@ -719,6 +719,31 @@ def test_ingest_refuses_paths_outside_the_roots(writer):
     assert "Traceback" not in writer.log_text()
 
 
+def test_a_folder_with_symlinks_pointing_out_indexes_only_what_lies_inside(writer):
+    """Adding a folder follows no symlink out of the allowed roots: the files they point to are
+    reported as skipped and never indexed (found by a new-user trial: /etc/passwd got in)."""
+    outside = writer.work / "outside2"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nThe quetzalcoatl passphrase.\n", encoding="utf-8")
+    folder = writer.root / "with-links"
+    folder.mkdir()
+    (folder / "ok.md").write_text("# ok\n\nA harmless note about quetzalcoatl feathers.\n", encoding="utf-8")
+    (folder / "secret-link.md").symlink_to(outside / "secret.md")
+    (folder / "passwd-link.txt").symlink_to("/etc/passwd")
+    with writer.client() as c:
+        job, _ = ingest(c, folder)
+        found = query(c, "quetzalcoatl", k=10, mode="keyword")["results"]
+        passwd = query(c, "root:x:0:0 /bin/bash nologin", k=10, mode="keyword")["results"]
+        docs = documents(c)["documents"]
+    skipped = {Path(e["path"]).name: e["reason"] for e in job["errors"]}
+    assert set(skipped) == {"secret-link.md", "passwd-link.txt"}, job["errors"]
+    assert all("outside the allowed folders" in r for r in skipped.values())
+    assert job["summary"]["documents"]["added"] == 1
+    assert {Path(r["file_path"]).name for r in found} == {"ok.md"}
+    assert not any("passwd" in (r["file_path"] or "") for r in passwd)
+    assert not any("passwd" in (d["file_path"] or "") or "secret" in (d["file_path"] or "") for d in docs)
+
+
 def test_chunks_of_a_document_whose_file_is_gone(writer):
     folder = writer.root / "gone"
     folder.mkdir()
@@ -882,3 +907,16 @@ def test_non_loopback_host_needs_an_api_key(tmp_path):
     assert "--api-key" in message and len(message.splitlines()) == 1, message
     assert "Traceback" not in message
     assert not (tmp_path / "idx").exists()  # refused before anything was created
+
+
+def test_two_uploads_with_one_name_are_refused_not_lost(writer):
+    with writer.client() as c:
+        before = c.get("/stats").json()
+        files = [("files", ("README.md", b"# a\n\nfirst file\n", "text/markdown")),
+                 ("files", ("sub/README.md", b"# b\n\nsecond file\n", "text/markdown"))]
+        err = assert_user_error(c.post("/ingest", files=files), 422, "files")
+        after = c.get("/stats").json()
+        models = c.get("/v1/models").json()
+    assert "README.md" in err["error"]
+    assert (after["documents"], after["nodes"]) == (before["documents"], before["nodes"])
+    assert [m["id"] for m in models["data"]] == ["ragloom"]

@@ -136,18 +136,18 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
 
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
-             exclude: Optional[List[str]], include_hidden: bool) -> List[Any]:
+             exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]]) -> List[Any]:
     from ragloom.readers import SimpleDirectoryReader
 
     readers = []
     files = [p for p in paths if p.is_file()]
     if files:
-        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files]))
+        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within))
     for p in paths:
         if p.is_dir():
             readers.append(SimpleDirectoryReader(
                 input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
-                exclude_hidden=not include_hidden,
+                exclude_hidden=not include_hidden, within=within,
             ))
     return readers
 
@@ -202,6 +202,7 @@ def index_paths(
     on_wait: Optional[Callable[[Optional[int]], None]] = None,
     parser: str = DEFAULT_PARSER,
     on_progress: Optional[Callable[[IndexProgress], None]] = None,
+    within: Optional[Sequence[PathLike]] = None,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -219,6 +220,8 @@ def index_paths(
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
     - A document that cannot be split is listed in ``skipped`` and the run goes on.
     - One writer at a time (:func:`acquire_lock`).
+    - ``within``: read only files whose real path lies below these folders (see
+      ``SimpleDirectoryReader(within=)``); others are skipped and reported.
     - ``on_progress(progress)`` is called with an :class:`IndexProgress` after every file read and
       every committed batch (the same object, updated; copy what you keep).
     - ``parser``: ``"sentence"`` or ``"auto"`` (route by file type), see
@@ -240,7 +243,7 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
-            on_progress,
+            on_progress, within,
         )
     finally:
         lock.release()
@@ -276,7 +279,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
                   embed_model: Any, show_progress: bool, include_hidden: bool,
                   files_per_batch: int, parser: str,
-                  report: Optional[Callable[[IndexProgress], None]]) -> IndexSummary:
+                  report: Optional[Callable[[IndexProgress], None]],
+                  within: Optional[Sequence[PathLike]] = None) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
     from ragloom.settings import default_node_parser
 
@@ -311,7 +315,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         disable_cache=True,
     )
 
-    readers = _readers(paths, recursive, required_exts, exclude, include_hidden)
+    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within)
     scope = _Scope(paths, index.docstore)
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report)
     logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)

@@ -299,6 +299,10 @@ class SimpleDirectoryReader:
         raise_on_error: raise :class:`ragloom.errors.ReaderError` for the first file that
             cannot be read, instead of skipping it.
         show_progress: default for ``load_data``/``iter_data``'s progress bar.
+        within: read only files whose real path (every symlink resolved) lies below one of
+            these folders; a file elsewhere (a symlink pointing out) is skipped and reported.
+            ``None`` (default): no confinement.  ``ragloom serve`` passes its ``--allow-root``
+            folders.  (Not in LlamaIndex.)
 
     Every skipped file (binary, empty or whitespace-only, encrypted or scanned PDF,
     permission denied, corrupt …) is logged and listed in :attr:`report` with its reason.
@@ -328,6 +332,7 @@ class SimpleDirectoryReader:
         file_metadata: Optional[Callable[[str], Dict[str, Any]]] = None,
         raise_on_error: bool = False,
         show_progress: bool = False,
+        within: Optional[Sequence[PathLike]] = None,
     ) -> None:
         if (input_dir is None) == (input_files is None):
             raise ValueError("give exactly one of input_dir and input_files")
@@ -376,6 +381,9 @@ class SimpleDirectoryReader:
         self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata)
         self._report = ReadReport()
         self._listing_skips: List[FileSkipped] = []
+        self.within: Optional[List[Path]] = (
+            None if within is None else [Path(os.path.realpath(os.fspath(w))) for w in within]
+        )
 
     # -- listing ------------------------------------------------------------------------
     def _is_excluded(self, rel: str) -> bool:
@@ -389,8 +397,26 @@ class SimpleDirectoryReader:
                 return True
         return False
 
+    def _confined(self, files: List[Path]) -> List[Path]:
+        """``files`` without those whose real path lies outside :attr:`within` (reported as skipped)."""
+        if self.within is None:
+            return files
+        kept = []
+        for f in files:
+            real = Path(os.path.realpath(f))
+            if any(real == w or w in real.parents for w in self.within):
+                kept.append(f)
+                continue
+            reason = "outside the allowed folders (a symlink pointing out of them): not read"
+            logger.warning("skipping %s: %s", file_path_str(f), reason)
+            self._listing_skips.append(FileSkipped(file_path_str(f), reason))
+        return kept
+
     def _list_files(self) -> List[Path]:
         self._listing_skips = []
+        return self._confined(self._list_all_files())
+
+    def _list_all_files(self) -> List[Path]:
         if self.input_dir is None:
             files = sorted(set(self.input_files), key=lambda p: p.as_posix())
             return files[: self.num_files_limit] if self.num_files_limit else files

@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, Iterator, List, Literal, Optional, Tuple
+from typing import Annotated, Any, AsyncIterator, Dict, List, Literal, Optional, Tuple
 
 from ragloom._optional import require
 
@@ -31,6 +31,7 @@ from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse  # noqa: E402
 from fastapi.staticfiles import StaticFiles  # noqa: E402
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError  # noqa: E402
+from starlette.concurrency import run_in_threadpool  # noqa: E402
 from starlette.exceptions import HTTPException  # noqa: E402
 
 from ragloom.server.jobs import IngestJobs  # noqa: E402
@@ -44,6 +45,8 @@ __all__ = ["ServerConfig", "create_app", "STATIC_DIR"]
 STATIC_DIR = Path(__file__).parent / "static"
 #: most results one API request may ask for
 API_MAX_K = min(100, MAX_TOP_K)
+#: longest query or question (characters)
+MAX_TEXT_CHARS = 20_000
 #: most files in one upload request
 MAX_FILES_PER_UPLOAD = 100
 
@@ -82,14 +85,14 @@ NonBlank = Annotated[str, AfterValidator(_not_blank)]
 
 
 class QueryRequest(_Strict):
-    text: NonBlank = Field(min_length=1, description="the query")
+    text: NonBlank = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="the query")
     k: int = Field(5, ge=1, le=API_MAX_K, description="results wanted")
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
     filters: Optional[Dict[str, Any]] = Field(None, description="LlamaIndex MetadataFilters as JSON")
 
 
 class AskRequest(_Strict):
-    question: NonBlank = Field(min_length=1)
+    question: NonBlank = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     k: int = Field(5, ge=1, le=API_MAX_K)
     response_mode: Literal[RESPONSE_MODES] = "compact"  # type: ignore[valid-type]
     mode: Literal["hybrid", "dense", "keyword"] = "hybrid"
@@ -154,14 +157,26 @@ def _user_error(exc: Exception) -> Optional[Tuple[int, str]]:
     return None
 
 
-def _run_streaming(call: Any, events: "queue.Queue[Optional[Tuple[str, Any]]]") -> None:
+class _ClientGone(Exception):
+    """The client of a streamed answer went away: stop generating."""
+
+
+def _run_streaming(call: Any, events: "queue.Queue[Optional[Tuple[str, Any]]]", gone: threading.Event) -> None:
     """Run ``call(on_delta)`` in a thread, putting ``("delta", text)``, then ``("done", result)`` or
-    ``("error", message)``, then ``None`` into ``events``."""
+    ``("error", message)``, then ``None`` into ``events``; once ``gone`` is set, the next piece of
+    text stops the generation."""
+
+    def on_delta(piece: str) -> None:
+        if gone.is_set():
+            raise _ClientGone()
+        events.put(("delta", piece))
 
     def work() -> None:
         try:
-            result = call(lambda piece: events.put(("delta", piece)))
+            result = call(on_delta)
             events.put(("done", result))
+        except _ClientGone:
+            logger.info("streamed answer stopped: the client went away")
         except Exception as exc:  # reported to the client as an error event
             user = _user_error(exc)
             if user is None:
@@ -171,14 +186,6 @@ def _run_streaming(call: Any, events: "queue.Queue[Optional[Tuple[str, Any]]]") 
             events.put(None)
 
     threading.Thread(target=work, name="ragloom-ask", daemon=True).start()
-
-
-def _drain(events: "queue.Queue[Optional[Tuple[str, Any]]]") -> Iterator[Tuple[str, Any]]:
-    while True:
-        item = events.get()
-        if item is None:
-            return
-        yield item
 
 
 def _last_user_message(messages: List[ChatMessageIn]) -> str:
@@ -302,10 +309,21 @@ def query(body: QueryRequest, request: Request) -> Dict[str, Any]:
     return _state(request).service.query(body.text, top_k=body.k, mode=body.mode, filters=body.filters)
 
 
-def _event_stream(call: Any) -> Iterator[Tuple[str, Any]]:
+async def _event_stream(call: Any, request: Request) -> AsyncIterator[Tuple[str, Any]]:
+    """The events of ``call`` run in a thread.  When the client has disconnected (checked before
+    each event: uvicorn drops what is sent to a closed connection without telling), the
+    generator ends and the generation stops at its next piece."""
     events: "queue.Queue[Optional[Tuple[str, Any]]]" = queue.Queue()
-    _run_streaming(call, events)
-    return _drain(events)
+    gone = threading.Event()
+    _run_streaming(call, events, gone)
+    try:
+        while True:
+            item = await run_in_threadpool(events.get)
+            if item is None or await request.is_disconnected():
+                return
+            yield item
+    finally:
+        gone.set()
 
 
 @router.post("/ask", response_model=None)
@@ -320,12 +338,18 @@ def ask(body: AskRequest, request: Request) -> Any:
     if not body.stream:
         return call(None)
 
-    def stream() -> Iterator[str]:
-        for event, data in _event_stream(call):
+    async def stream() -> AsyncIterator[str]:
+        async for event, data in _event_stream(call, request):
             payload = {"text": data} if event == "delta" else {"error": data} if event == "error" else data
             yield _sse(event, payload)
 
     return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/v1/models")
+def models() -> Dict[str, Any]:
+    """OpenAI-compatible model list (chat front-ends ask it first): the one model, ``ragloom``."""
+    return {"object": "list", "data": [{"id": "ragloom", "object": "model", "created": 0, "owned_by": "ragloom"}]}
 
 
 @router.post("/v1/chat/completions", response_model=None)
@@ -356,9 +380,9 @@ def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
         payload.update(extra)
         return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
-    def stream() -> Iterator[str]:
+    async def stream() -> AsyncIterator[str]:
         yield chunk({"role": "assistant", "content": ""})
-        for event, data in _event_stream(call):
+        async for event, data in _event_stream(call, request):
             if event == "delta":
                 yield chunk({"content": data})
             elif event == "done":
@@ -372,7 +396,7 @@ def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
 
 # -- documents and chunks ------------------------------------------------------------------------
 @router.get("/documents")
-def documents(request: Request, offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=1000),
+def documents(request: Request, offset: int = Query(0, ge=0, le=2**62), limit: int = Query(50, ge=1, le=1000),
               path: Optional[str] = None) -> Dict[str, Any]:
     """One page of the documents in the index."""
     return _state(request).service.documents(offset=offset, limit=limit, path=path)
@@ -460,6 +484,10 @@ async def _save_uploads(request: Request, config: ServerConfig, upload_dir: Path
         if upload.size is not None and upload.size > limit:
             raise _too_large(upload.filename, limit)
     names = [safe_upload_name(upload.filename) for upload in files]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # they would overwrite each other in the upload folder
+        raise HTTPException(422, f"files: several uploaded files are named {', '.join(map(repr, twice))}; "
+                                 "rename them or upload them separately")
     upload_dir.mkdir(parents=True, exist_ok=True)
     saved = []
     for upload, name in zip(files, names, strict=True):
@@ -507,7 +535,7 @@ def create_app(service: IndexService, config: Optional[ServerConfig] = None) -> 
     state.upload_dir = Path(os.path.realpath(service.index_dir)) / "uploads"
     # uploaded files may be re-indexed by path (the page's Re-index button)
     state.roots = [Path(os.path.realpath(r)) for r in state.config.allow_roots] + [state.upload_dir]
-    state.jobs = IngestJobs(service)
+    state.jobs = IngestJobs(service, within=state.roots)
     if state.config.cors_origins:
         from fastapi.middleware.cors import CORSMiddleware
 

@@ -36,8 +36,10 @@ class IngestJobs:
     ``failed``.  A failed job keeps the batches it committed (the next run continues them).
     """
 
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: Any, within: Optional[List[Any]] = None) -> None:
         self.service = service
+        #: folders every file read must lie in, symlinks resolved (``index_paths(within=)``)
+        self.within = within
         self._jobs: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
         self._lock = threading.Lock()
         self._queue: "queue.Queue[Optional[str]]" = queue.Queue()
@@ -114,7 +116,8 @@ class IngestJobs:
                 job["errors"] = [{"path": e["path"], "reason": e["reason"]} for e in errors]
 
         try:
-            summary = self.service.ingest(job["_paths"], full=job["full"], on_progress=on_progress).to_dict()
+            summary = self.service.ingest(job["_paths"], full=job["full"], on_progress=on_progress,
+                                          within=self.within).to_dict()
         except (RagloomError, ValueError, OSError) as exc:
             logger.warning("ingestion job %s failed: %s", job["id"], exc)
             with self._lock:
