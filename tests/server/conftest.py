@@ -73,6 +73,9 @@ class Server:
     index_dir: Path
     api_key: Optional[str] = None
     args: List[str] = field(default_factory=list)
+    #: for servers made by :func:`start_writer`: the folder ``--allow-root`` names, and the folder above it
+    root: Optional[Path] = None
+    work: Optional[Path] = None
 
     def headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -113,6 +116,18 @@ def start_server(index_dir: Path, log: Path, *args: str, api_key: Optional[str] 
         time.sleep(0.2)
     proc.kill()
     raise AssertionError(f"ragloom serve did not start:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def start_writer(built_index: Path, work: Path) -> Server:
+    """A server for tests that write: a copy of ``built_index`` in ``work``, ``--allow-root`` on
+    ``work/root`` (created empty), the mock LLM."""
+    index_dir = work / "idx"
+    shutil.copytree(built_index, index_dir)
+    root = work / "root"
+    root.mkdir()
+    srv = start_server(index_dir, work / "server.log", "--allow-root", str(root), "--llm", "mock")
+    srv.root, srv.work = root, work
+    return srv
 
 
 @pytest.fixture(scope="session")

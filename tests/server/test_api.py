@@ -30,7 +30,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from .conftest import env, start_server
+from .conftest import env, start_server, start_writer
 
 pytestmark = pytest.mark.requires_extra("server")
 
@@ -159,14 +159,7 @@ def assert_only_whitespace_lost(view: Dict[str, Any]) -> None:
 def writer(built_index, tmp_path_factory):
     """A server for the tests that write: a copy of ``built_index``, ``--allow-root`` on ``root``
     (a folder of this module; each test writes below it in a folder of its own)."""
-    work = tmp_path_factory.mktemp("writer")
-    index_dir = work / "idx"
-    shutil.copytree(built_index, index_dir)
-    root = work / "root"
-    root.mkdir()
-    srv = start_server(index_dir, work / "server.log", "--allow-root", str(root), "--llm", "mock")
-    srv.root = root  # type: ignore[attr-defined]
-    srv.work = work  # type: ignore[attr-defined]
+    srv = start_writer(built_index, tmp_path_factory.mktemp("writer"))
     yield srv
     srv.stop()
     assert "Traceback" not in srv.log_text(), srv.log_text()[-3000:]

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional
 from urllib.parse import quote
 
 import pytest
 
-from .conftest import start_server
+from .conftest import start_writer
 
 try:
     from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -195,13 +194,7 @@ def api(server: Any) -> Iterator[Any]:
 def writer(built_index: Path, tmp_path_factory: Any) -> Iterator[Any]:
     """A server of this module for uploads and ingest by path: a copy of ``built_index`` with
     ``--allow-root`` on ``writer.root``, a folder of its own."""
-    work = tmp_path_factory.mktemp("browser-writer")
-    index_dir = work / "idx"
-    shutil.copytree(built_index, index_dir)
-    root = work / "root"
-    root.mkdir()
-    srv = start_server(index_dir, work / "server.log", "--allow-root", str(root), "--llm", "mock")
-    srv.root = root  # type: ignore[attr-defined]
+    srv = start_writer(built_index, tmp_path_factory.mktemp("browser-writer"))
     yield srv
     srv.stop()
     assert "Traceback" not in srv.log_text(), srv.log_text()[-3000:]
