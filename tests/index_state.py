@@ -17,6 +17,22 @@ import numpy as np
 
 KEYWORD_QUERIES = ["cookie", "middleware status code", "部署", "测试 事件", "environment variable"]
 
+#: English and Chinese FastAPI pages of ../shared/data/markdown_fastapi/docs used by the crash and load tests
+FASTAPI_FILES = [
+    "en/docs/environment-variables.md",
+    "en/docs/how-to/index.md",
+    "en/docs/reference/middleware.md",
+    "en/docs/reference/status.md",
+    "en/docs/tutorial/encoder.md",
+    "en/docs/tutorial/cookie-params.md",
+    "zh/docs/advanced/wsgi.md",
+    "zh/docs/deployment/index.md",
+    "zh/docs/advanced/testing-events.md",
+    "zh/docs/deployment/cloud.md",
+    "zh/docs/advanced/response-change-status-code.md",
+    "zh/docs/advanced/response-cookies.md",
+]
+
 
 def read_state(index_dir):
     """Everything the index holds, read from its database, with the consistency checks every state must pass."""

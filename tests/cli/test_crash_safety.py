@@ -33,22 +33,10 @@ import pytest
 from index_state import assert_partial_is_a_prefix_of as _assert_partial_is_a_prefix_of
 from index_state import assert_same as _assert_same
 from index_state import per_doc as _per_doc
+from index_state import FASTAPI_FILES
 from index_state import read_state as _state
 
-FILES = [
-    "en/docs/environment-variables.md",
-    "en/docs/how-to/index.md",
-    "en/docs/reference/middleware.md",
-    "en/docs/reference/status.md",
-    "en/docs/tutorial/encoder.md",
-    "en/docs/tutorial/cookie-params.md",
-    "zh/docs/advanced/wsgi.md",
-    "zh/docs/deployment/index.md",
-    "zh/docs/advanced/testing-events.md",
-    "zh/docs/deployment/cloud.md",
-    "zh/docs/advanced/response-change-status-code.md",
-    "zh/docs/advanced/response-cookies.md",
-]
+FILES = FASTAPI_FILES
 CHUNK = ["--chunk-size", "128", "--chunk-overlap", "16"]
 #: Seconds any one `ragloom index` process may take before the test fails.
 RUN_TIMEOUT = 240

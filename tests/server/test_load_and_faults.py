@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
-from index_state import assert_partial_is_a_prefix_of, assert_same, read_state
+from index_state import FASTAPI_FILES, assert_partial_is_a_prefix_of, assert_same, read_state
 
 from .conftest import Server, make_corpus, run_index, start_server
 
@@ -48,19 +48,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "serv
 
 #: Markdown files of markdown_fastapi/docs the load test's job adds (English and Chinese), in four
 #: folders so that the job commits at least four batches (one per folder) while the clients run
-MORE_FILES = [
-    "en/docs/environment-variables.md",
-    "en/docs/how-to/index.md",
-    "en/docs/reference/middleware.md",
-    "en/docs/reference/status.md",
-    "en/docs/tutorial/encoder.md",
-    "en/docs/tutorial/cookie-params.md",
-    "zh/docs/advanced/wsgi.md",
-    "zh/docs/deployment/index.md",
-    "zh/docs/advanced/testing-events.md",
-    "zh/docs/deployment/cloud.md",
-    "zh/docs/advanced/response-change-status-code.md",
-    "zh/docs/advanced/response-cookies.md",
+MORE_FILES = FASTAPI_FILES + [
     "en/docs/tutorial/header-params.md",
     "en/docs/advanced/wsgi.md",
     "zh/docs/tutorial/static-files.md",
