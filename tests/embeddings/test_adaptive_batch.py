@@ -1,4 +1,6 @@
-"""Adaptive batch size: out-of-memory back-off on the real bundled model (the OOM itself is simulated)."""
+"""Adaptive batch size: out-of-memory back-off on the real bundled model (the OOM itself is simulated).
+
+The torch backend is the one that meets accelerator memory limits, so these tests pin it."""
 
 import logging
 
@@ -36,7 +38,7 @@ def _oom_above(monkeypatch, st, limit, calls):
 
 
 def test_oom_halves_retries_and_keeps_the_smaller_size(monkeypatch, reference, caplog):
-    emb = HuggingFaceEmbedding(embed_batch_size=16, device="cpu")
+    emb = HuggingFaceEmbedding(embed_batch_size=16, device="cpu", backend="torch")
     released = []
     monkeypatch.setattr(emb, "_release_memory", lambda: released.append(1))
     calls = []
@@ -57,7 +59,7 @@ def test_oom_halves_retries_and_keeps_the_smaller_size(monkeypatch, reference, c
 
 
 def test_oom_at_batch_size_one_fails_clearly(monkeypatch):
-    emb = HuggingFaceEmbedding(embed_batch_size=4, device="cpu")
+    emb = HuggingFaceEmbedding(embed_batch_size=4, device="cpu", backend="torch")
     calls = []
     _oom_above(monkeypatch, emb.model, 0, calls)
     with pytest.raises(EmbeddingOutOfMemoryError, match="out of memory embedding a single text"):
@@ -70,7 +72,7 @@ def test_runtime_error_mentioning_oom_is_recognised_other_errors_are_not(monkeyp
     assert is_out_of_memory(RuntimeError("CUDA error: out of memory"))
     assert is_out_of_memory(torch.cuda.OutOfMemoryError("x"))
     assert not is_out_of_memory(RuntimeError("shape mismatch"))
-    emb = HuggingFaceEmbedding(embed_batch_size=8, device="cpu")
+    emb = HuggingFaceEmbedding(embed_batch_size=8, device="cpu", backend="torch")
 
     def broken(*a, **k):
         raise RuntimeError("shape mismatch")

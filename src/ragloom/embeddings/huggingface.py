@@ -75,6 +75,10 @@ def resolve_model_path(model_name: str, cache_folder: Optional[str] = None) -> P
 _COUNT_POOL: Any = None
 
 
+class _UseTorch(Exception):
+    """Internal: the ONNX export failed under ``backend="auto"``; encode with torch."""
+
+
 def _count_pool() -> Any:
     """One background thread per process for truncation counting."""
     global _COUNT_POOL
@@ -131,7 +135,21 @@ def cuda_batch_cap(free_bytes: int, hidden_size: int, num_heads: int, seq_len: i
     return size
 
 
+def _may_have_accelerator() -> bool:
+    """Whether a GPU may be present, judged without importing torch (which costs seconds):
+    an NVIDIA or AMD (ROCm) kernel driver, or Apple silicon (MPS)."""
+    import platform
+
+    if os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/kfd"):
+        return True
+    return platform.system() == "Darwin" and platform.machine() == "arm64"
+
+
 def _auto_device() -> str:
+    """``"cuda"``, ``"mps"`` or ``"cpu"``: the best device torch can use.  On a machine with no
+    GPU driver this answers ``"cpu"`` without importing torch."""
+    if not _may_have_accelerator():
+        return "cpu"
     import torch
 
     if torch.cuda.is_available():
@@ -142,8 +160,24 @@ def _auto_device() -> str:
     return "cpu"
 
 
+#: ``backend=`` values of :class:`HuggingFaceEmbedding`.
+BACKENDS = ("auto", "onnx", "torch")
+
+
 class HuggingFaceEmbedding(BaseEmbedding):
     """A sentence-transformers model running locally.
+
+    Two backends compute the same vectors:
+
+    * ``"onnx"``: ONNX Runtime on the CPU, from a graph exported once from the model's own
+      files and cached (:mod:`ragloom.embeddings.onnx`).  Embedding a query then imports no
+      torch, so a cold ``ragloom query`` takes well under a second.  The fp32 graph's vectors
+      equal torch's (cosine 1.000000); ``quantize="int8"`` is faster, with a measured loss.
+    * ``"torch"``: sentence-transformers on torch: GPUs (fp16 on CUDA, adaptive batch size and
+      out-of-memory back-off) and models the exporter does not handle.
+
+    ``backend="auto"`` (the default) takes ONNX on the CPU and torch on a GPU; on the CPU it
+    falls back to torch, with a warning, when the model cannot be exported.
 
     Args:
         model_name: bundled model name (default), local folder, or cached HF repo id.
@@ -160,10 +194,16 @@ class HuggingFaceEmbedding(BaseEmbedding):
         embed_cache: optional persistent cache (path or ``EmbeddingCache``).
         device: ``"cpu"``, ``"cuda"``, ``"mps"``; ``None`` picks the best available.
         cache_folder: Hugging Face cache to look in (never downloaded into).
+        backend: ``"auto"`` (default), ``"onnx"`` or ``"torch"`` (see above).
+        quantize: ``None`` (fp32, default) or ``"int8"`` (ONNX only: dynamic int8 with
+            per-channel weights).  Its vectors differ from fp32's, so an index records the
+            variant and must be queried with the same one.
 
     Raises:
         ModelNotAvailableError: the model is not on this machine.
-        ValueError: ``max_length`` < 8 or ``embed_batch_size`` out of range.
+        ValueError: ``max_length`` < 8, ``embed_batch_size`` out of range, ``backend`` not one of
+            ``auto``/``onnx``/``torch``, ``quantize`` not ``None``/``"int8"``, ``quantize`` with the
+            torch backend, or ``backend="onnx"`` with a GPU ``device``.
     """
 
     def __init__(
@@ -177,8 +217,18 @@ class HuggingFaceEmbedding(BaseEmbedding):
         device: Optional[str] = None,
         cache_folder: Optional[str] = None,
         embed_cache: Any = None,
+        backend: str = "auto",
+        quantize: Optional[str] = None,
         **kwargs: Any,
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if quantize not in (None, "int8"):
+            raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+        if quantize is not None and backend == "torch":
+            raise ValueError("quantize='int8' needs backend='onnx' or 'auto' (the torch backend runs fp32/fp16)")
+        if backend == "onnx" and device is not None and device != "cpu":
+            raise ValueError(f"backend='onnx' runs on the CPU; device must be None or 'cpu', got {device!r}")
         super().__init__(
             model_name=model_name,
             embed_batch_size=1 if embed_batch_size is None else embed_batch_size,
@@ -192,6 +242,9 @@ class HuggingFaceEmbedding(BaseEmbedding):
         self.query_instruction = query_instruction
         self.text_instruction = text_instruction
         self._device = device
+        self._backend_choice = backend
+        self.quantize = quantize
+        self._onnx: Any = None
         self._model: Any = None
         self._tokenizer: Any = None
         self._native_max_length: Optional[int] = None
@@ -254,8 +307,36 @@ class HuggingFaceEmbedding(BaseEmbedding):
     @property
     def device(self) -> str:
         if self._device is None:
-            self._device = _auto_device()
+            self._device = "cpu" if self._backend_choice == "onnx" or self.quantize else _auto_device()
         return self._device
+
+    @property
+    def backend(self) -> str:
+        """The backend that computes the vectors: ``"onnx"`` or ``"torch"``."""
+        if self._backend_choice == "auto":
+            return "onnx" if self.device == "cpu" else "torch"
+        return self._backend_choice
+
+    @property
+    def onnx_encoder(self) -> Any:
+        """The :class:`~ragloom.embeddings.onnx.OnnxEncoder` (exported on first use; then cached on disk).
+
+        Raises:
+            OnnxExportError: the model cannot be exported (with ``backend="auto"`` the model falls
+                back to torch instead, and this property is not used).
+        """
+        if self._onnx is None:
+            from ragloom.embeddings.onnx import OnnxEncoder, OnnxExportError
+
+            try:
+                self._onnx = OnnxEncoder(self._path, quantize=self.quantize)
+            except OnnxExportError as exc:
+                if self._backend_choice != "auto" or self.quantize:
+                    raise
+                logger.warning("%s cannot run on ONNX Runtime (%s); using torch", self.model_name, exc)
+                self._backend_choice = "torch"
+                raise _UseTorch() from exc
+        return self._onnx
 
     @property
     def model(self) -> Any:
@@ -353,18 +434,33 @@ class HuggingFaceEmbedding(BaseEmbedding):
         of the same model agree to about 1e-3, and sharing them is the point of the cache.
         """
         ident = super().cache_identity()
+        ident.pop("backend", None)
         ident["max_length"] = self.max_length
         return ident
 
     def identity(self) -> Dict[str, Any]:
-        return {
+        """Model, dimension, normalisation, instructions, the backend that computes the vectors and,
+        when set, the ``quantize`` variant (fp32 records none, so records made before backends
+        existed stay equal)."""
+        ident: Dict[str, Any] = {
             "class_name": self.class_name(),
             "model_name": self.model_name,
             "dimension": self.dimension,
             "normalize": self.normalize,
             "query_instruction": self.query_instruction,
             "text_instruction": self.text_instruction,
+            "backend": self.backend,
         }
+        if self.quantize:
+            ident["quantize"] = self.quantize
+        return ident
+
+    def to_config(self) -> Dict[str, Any]:
+        """:meth:`identity` without the backend: fp32 ONNX and torch vectors are the same, so moving
+        an index between a CPU and a GPU machine re-embeds nothing."""
+        config = self.identity()
+        config.pop("backend", None)
+        return config
 
     # -- encoding ------------------------------------------------------------------
     def _count_truncated(self, texts: List[str]) -> None:
@@ -389,6 +485,26 @@ class HuggingFaceEmbedding(BaseEmbedding):
     def _encode(self, texts: List[str], prefix: Optional[str]) -> np.ndarray:
         if prefix:
             texts = [prefix + t for t in texts]
+        if self.backend == "onnx":
+            try:
+                return self._encode_onnx(texts)
+            except _UseTorch:
+                pass
+        return self._encode_torch(texts)
+
+    def _encode_onnx(self, texts: List[str]) -> np.ndarray:
+        encoder = self.onnx_encoder
+        counting = _count_pool().submit(self._count_truncated, texts)
+        try:
+            vecs = encoder.encode(texts, self.max_length)
+        finally:
+            counting.result()
+        if self.normalize and not encoder.meta.get("normalize"):
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = vecs / np.maximum(norms, 1e-12)
+        return vecs
+
+    def _encode_torch(self, texts: List[str]) -> np.ndarray:
         model = self.model
         if model.max_seq_length != self.max_length:  # the model object is shared by instances
             model.max_seq_length = self.max_length

@@ -403,7 +403,8 @@ def _choose_embed_model(embed_model: Any, index_struct: Optional[IndexDict]) -> 
         return Settings.embed_model
     current = Settings._embed_model
     if current is not None and current.model_name == recorded.get("model_name") \
-            and current.class_name() == recorded.get("class_name"):
+            and current.class_name() == recorded.get("class_name") \
+            and current.to_config().get("quantize") == recorded.get("quantize"):
         return current
     return embed_model_from_identity(recorded)
 
