@@ -61,6 +61,7 @@ machines; it does not matter here (sqlite-vec computes the cosine distances, num
 
     python benchmarks/retrieval_quality.py [--datasets scifact,cmrc2018,cranfield,fastapi]
         [--parser sentence|auto] [--fastapi-scope tutorial|all] [--max-queries N]
+        [--backend auto|onnx|torch] [--quantize none|int8]
         [--json-out benchmarks/results/retrieval_quality.json]
 
 Prints one table per dataset beside the published reference figures, a summary against the targets of
@@ -674,6 +675,18 @@ def main() -> int:
         default=None,
         help="also keep chunk vectors in this ragloom EmbeddingCache file (shared by runs)",
     )
+    ap.add_argument(
+        "--backend",
+        choices=["auto", "onnx", "torch"],
+        default="auto",
+        help="HuggingFaceEmbedding(backend=...): auto = ONNX Runtime on the CPU, torch on a GPU",
+    )
+    ap.add_argument(
+        "--quantize",
+        choices=["none", "int8"],
+        default="none",
+        help="HuggingFaceEmbedding(quantize=...): none = fp32, int8 = dynamic int8 ONNX graph",
+    )
     args = ap.parse_args()
 
     import logging
@@ -681,11 +694,15 @@ def main() -> int:
     logging.basicConfig(level=logging.ERROR)
     from ragloom.embeddings import HuggingFaceEmbedding
 
-    embed = HuggingFaceEmbedding(device=args.device, embed_cache=args.embed_cache)
+    quantize = None if args.quantize == "none" else args.quantize
+    embed = HuggingFaceEmbedding(
+        device=args.device, embed_cache=args.embed_cache, backend=args.backend, quantize=quantize
+    )
     cache_dir = Path(args.cache_dir)
     print(
         f"ragloom retrieval quality — model {embed.model_name} "
         f"(bundled, English-only, {embed.max_length}-token window), "
+        f"--backend {args.backend} ({embed.backend}), --quantize {args.quantize}; "
         f"--parser {args.parser}: default_node_parser chunk_size={embed.max_text_tokens} overlap=32 "
         "(fastapi: the model's defaults), doc score = best node; "
         f"pools {POOL} nodes per side, top {TOP_K} docs; RRF k={RRF_K}. "
@@ -705,6 +722,8 @@ def main() -> int:
     line = {
         "benchmark": "retrieval_quality",
         "model": embed.model_name,
+        "backend": args.backend,
+        "quantize": args.quantize,
         "parser": args.parser,
         "fastapi_scope": args.fastapi_scope,
         "results": results,

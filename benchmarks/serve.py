@@ -27,11 +27,12 @@ writes one, except that **the vectors are synthetic**:
 Then, in the same run:
 
 1. ``ragloom serve --index-dir DIR --port 0 --llm mock`` is started (time to ready reported),
-   warmed with ``--warmup`` queries, and ``--queries`` distinct real queries (SciFact,
-   Cranfield and CMRC2018 question texts, English and Chinese in turn; never repeated, so no
-   cache of any kind can help) are sent one at a time from a client on loopback (httpx, one
-   keep-alive connection), in each mode of ``--modes`` (default hybrid, dense and keyword: the
-   last shows what the keyword half of hybrid costs), timing each request on the client;
+   warmed with ``--warmup`` queries, and ``--queries`` distinct real queries per mode (SciFact,
+   Cranfield and CMRC2018 question texts, English and Chinese in turn; each mode of ``--modes``
+   gets its own texts and no text is ever sent twice, so neither the server's query-vector cache
+   nor any other cache can help) are sent one at a time from a client on loopback (httpx, one
+   keep-alive connection), the modes taking turns (default hybrid, dense and keyword: the last
+   shows what the keyword half of hybrid costs), timing each request on the client;
 2. the server is stopped, and a cold ``ragloom query TEXT --index-dir DIR`` (new process:
    imports, model load, query; English queries, which need the model) is timed ``--cold-runs``
    times (median);
@@ -344,18 +345,21 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def measure_warm(url: str, queries: List[str], warmup: List[str], modes: List[str], k: int) -> Dict[str, Any]:
-    """Every query in every mode, one request at a time; client-side ms and server-reported ms."""
+def measure_warm(url: str, queries: Dict[str, List[str]], warmup: Dict[str, List[str]], k: int) -> Dict[str, Any]:
+    """Each mode's own queries (``{mode: texts}``, the modes taking turns), one request at a time;
+    client-side ms and server-reported ms."""
     import httpx
 
+    modes = list(queries)
     rows: Dict[str, Dict[str, List[Any]]] = {m: {"ms": [], "server_ms": [], "zh": [], "results": []} for m in modes}
     with httpx.Client(base_url=url, timeout=120) as client:
-        for text in warmup:
+        for i in range(len(warmup[modes[0]])):
             for mode in modes:
-                res = client.post("/query", json={"text": text, "k": k, "mode": mode})
+                res = client.post("/query", json={"text": warmup[mode][i], "k": k, "mode": mode})
                 res.raise_for_status()
-        for text in queries:
+        for i in range(len(queries[modes[0]])):
             for mode in modes:
+                text = queries[mode][i]
                 t0 = time.perf_counter()
                 res = client.post("/query", json={"text": text, "k": k, "mode": mode})
                 ms = (time.perf_counter() - t0) * 1000
@@ -390,7 +394,7 @@ def measure_cold(index_dir: Path, texts: List[str], k: int) -> List[float]:
 
 def measure_embedding(texts: List[str], warmup: List[str]) -> Dict[str, Any]:
     """Milliseconds of the bundled model's query embedding alone, in this process, after ``warmup``
-    (torch's first calls on new input lengths are many times slower)."""
+    (torch's first calls on new input lengths are many times slower); no query cache."""
     from ragloom.embeddings import resolve_embed_model
 
     model = resolve_embed_model("default")
@@ -401,7 +405,7 @@ def measure_embedding(texts: List[str], warmup: List[str]) -> Dict[str, Any]:
         t0 = time.perf_counter()
         model.get_query_embedding(text)
         ms.append((time.perf_counter() - t0) * 1000)
-    return summary(ms)
+    return dict(summary(ms), backend=getattr(model, "backend", type(model).__name__))
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -479,20 +483,25 @@ def main() -> None:  # noqa: C901 - one linear script: build, serve, measure, re
                     "(a rough linear estimate: splitting stops at the real corpus, copies are cheaper)")
         size = sum(f.stat().st_size for f in index_dir.iterdir() if f.is_file())
 
-        texts = query_texts(args.warmup + args.queries + 2 * args.cold_runs + 4)
-        warmup, measured = texts[:args.warmup], texts[args.warmup:args.warmup + args.queries]
+        per_mode = args.warmup + args.queries
+        texts = query_texts(len(modes) * per_mode + 2 * args.cold_runs + 4)
+        # each mode its own consecutive block (English and Chinese alternate inside every block)
+        blocks = {m: texts[i * per_mode:(i + 1) * per_mode] for i, m in enumerate(modes)}
+        warmup = {m: b[:args.warmup] for m, b in blocks.items()}
+        measured_by_mode = {m: b[args.warmup:] for m, b in blocks.items()}
+        measured = measured_by_mode[modes[0]]
         # English: a cold hybrid query in Chinese needs no query embedding, so it would not load the model
-        cold_texts = [t for t in texts[args.warmup + args.queries:] if not is_chinese(t)][:args.cold_runs]
+        cold_texts = [t for t in texts[len(modes) * per_mode:] if not is_chinese(t)][:args.cold_runs]
         log = Path(tempfile.mkdtemp(prefix="ragloom-serve-log-")) / "server.log"
         proc, url, ready_s = start_server(index_dir, log)
         try:
-            warm = measure_warm(url, measured, warmup, modes, args.k)
+            warm = measure_warm(url, measured_by_mode, warmup, args.k)
         finally:
             stop_server(proc)
         if "Traceback" in log.read_text(errors="replace"):
             raise SystemExit(f"the server logged an error:\n{log.read_text(errors='replace')[-3000:]}")
         cold = measure_cold(index_dir, cold_texts, args.k)
-        embed_ms = measure_embedding([t for t in measured if not is_chinese(t)][:100], warmup)
+        embed_ms = measure_embedding([t for t in measured if not is_chinese(t)][:100], warmup[modes[0]])
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -519,8 +528,8 @@ def main() -> None:  # noqa: C901 - one linear script: build, serve, measure, re
             f"{warm[mode]['empty_results']} queries found nothing")
     if "hybrid" in modes:
         say("hybrid + Chinese query: keyword search only, no query embedding (English-only bundled model)")
-    say(f"query embedding alone (in process, English queries): p50 {embed_ms['p50_ms']:.1f} ms, "
-        f"p90 {embed_ms['p90_ms']:.1f} ms")
+    say(f"query embedding alone (in process, {embed_ms['backend']} backend, English queries): "
+        f"p50 {embed_ms['p50_ms']:.1f} ms, p90 {embed_ms['p90_ms']:.1f} ms")
     say(f"cold 'ragloom query' (new process: imports, model load, hybrid query; English queries): median "
         f"{cold_median:.2f} s of {[round(c, 2) for c in cold]}")
     ref_mode = "hybrid" if "hybrid" in modes else modes[0]
