@@ -351,6 +351,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     if struct.node_parser != config:
         struct.node_parser = config
         index.storage_context.index_store.add_index_struct(struct)
+    # the approximate-nearest-neighbour index, once the store is big enough (still under the lock)
+    ann = index.vector_store.optimize()
 
     return IndexSummary(
         index_dir=str(index_dir),
@@ -373,7 +375,38 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
+        extra={"ann": ann} if ann else {},
     )
+
+
+def optimize_index(index_dir: PathLike, force: bool = True, wait: bool = False,
+                   on_wait: Optional[Callable[[Optional[int]], None]] = None) -> Dict[str, Any]:
+    """``ragloom optimize``: bring the index's derived search structures up to date (today the
+    approximate-nearest-neighbour index of the SQLite store,
+    :meth:`~ragloom.vector_stores.sqlite.SQLiteVectorStore.optimize`), holding the writer lock.
+
+    Args:
+        force: rebuild even if the store thinks it is current (default: yes, as a user asking for
+            it expects).
+        wait / on_wait: as :func:`index_paths`.
+
+    Returns:
+        ``{"index_dir", "nodes", **what the store did}``.
+
+    Raises:
+        FileNotFoundError: no index in ``index_dir``.
+        IndexLockedError: another process holds the index and not ``wait``.
+    """
+    if not (Path(index_dir) / INDEX_DB_NAME).exists():
+        raise FileNotFoundError(f"no index in {index_dir}: run 'ragloom index PATH' first")
+    lock = acquire_lock(index_dir, wait, on_wait)
+    try:
+        from ragloom.storage import StorageContext
+
+        store = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=False).vector_store
+        return {"index_dir": str(index_dir), "nodes": store.count(), **store.optimize(force=force)}
+    finally:
+        lock.release()
 
 
 class _Feed:

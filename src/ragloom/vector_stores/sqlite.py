@@ -56,6 +56,8 @@ from ragloom.fts import (
 from ragloom.fusion import RRF_K, dist_based_score_fusion  # noqa: F401  (RRF_K re-exported)
 from ragloom.schema import BaseNode, node_from_json
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
+from ragloom.vector_stores.ann import ANN_MIN_NODES, AnnSearcher, needs_build
+from ragloom.vector_stores.ann import build as build_ann
 from ragloom.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -72,6 +74,8 @@ __all__ = ["SQLiteVectorStore", "SimpleVectorStore"]
 _NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 #: sqlite-vec refuses KNN queries with k above this; larger top-k ranks with a scan.
 _VEC0_MAX_K = 4096
+#: Larger top-k is searched exactly (the ANN re-ranks a few hundred candidates at most).
+_ANN_MAX_K = 1000
 _BATCH = 2000
 #: Weight of the dense side in hybrid queries when ``VectorStoreQuery.alpha`` is None
 #: (LlamaIndex's meaning: 1 = dense only, 0 = keyword only).
@@ -90,6 +94,18 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     ``memory_search=True`` answers dense queries without filters from an in-memory copy of the
     vectors (still exact, one matrix product; reloaded after every committed change; 4 bytes ×
     dimension per node), for long-running processes such as ``ragloom serve``.
+
+    **Approximate search at scale** (:mod:`ragloom.vector_stores.ann`): :meth:`optimize` builds a
+    faiss IVF-SQ8 index beside a database file once the store holds ``ann_threshold`` nodes
+    (default :data:`~ragloom.vector_stores.ann.ANN_MIN_NODES`; ``ragloom index`` calls it after
+    each run, ``ragloom optimize`` on demand).  Dense queries then take its candidates, score
+    rows changed since it was built exactly, and re-rank with the float vectors, all in one read
+    snapshot: a missing, stale or foreign ANN falls back to exact search, never to a deleted or
+    outdated node.  ``ann=False`` always searches exactly.
+
+    Raises:
+        ValueError: ``collection`` is not 1–64 characters of ``[A-Za-z0-9_]``, or ``ann_threshold``
+            is negative.
     """
 
     stores_text: bool = True
@@ -98,9 +114,11 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     supports_hybrid: bool = True
 
     def __init__(self, database: Optional[SQLiteDatabase] = None, collection: str = "default",
-                 memory_search: bool = False) -> None:
+                 memory_search: bool = False, ann: bool = True, ann_threshold: int = ANN_MIN_NODES) -> None:
         if not _NAME_RE.match(collection):
             raise ValueError(f"collection name must match [A-Za-z0-9_]{{1,64}}, got {collection!r}")
+        if not isinstance(ann_threshold, int) or ann_threshold < 0:
+            raise ValueError(f"ann_threshold must be an int >= 0 nodes, got {ann_threshold!r}")
         self._db = database if database is not None else SQLiteDatabase(":memory:")
         self.collection = collection
         self._nodes = f"vs_{collection}_nodes"
@@ -109,6 +127,10 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         #: search unfiltered dense queries in an in-memory copy of the vectors (see _VectorMatrix)
         self.memory_search = bool(memory_search)
         self._matrix = _VectorMatrix()
+        #: use an approximate-nearest-neighbour generation when one is usable (see optimize)
+        self.ann = bool(ann)
+        self.ann_threshold = ann_threshold
+        self._ann = AnnSearcher(collection, self._nodes, self._vectors)
         with self._db.transaction():
             new_fts = create_fts_table(self._db.connection, self._fts)
             create_node_table(self._db.connection, self._nodes)
@@ -385,6 +407,10 @@ class SQLiteVectorStore(BasePydanticVectorStore):
             )
         if dim is None:
             return []
+        if self.ann and k <= _ANN_MAX_K:
+            found = self._ann.search(self._db, q, k, where, params, dim)
+            if found is not None:
+                return found
         if self.memory_search and where == "1":
             return self._matrix.search(self._db, self._vectors, self._nodes, q, k)
         qblob = q.tobytes()
@@ -408,6 +434,29 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     def _sparse(self, query_str: str, k: int, where: str, params: List[Any]) -> List[Tuple[str, str, float]]:
         """``(node_id, node_json, bm25 score)`` of the ``k`` best keyword matches (higher is better)."""
         return keyword_search(self._db, self._fts, self._nodes, query_str, k, where, params)
+
+    # -- approximate search ---------------------------------------------------------------
+    def optimize(self, force: bool = False) -> Dict[str, Any]:
+        """Build the ANN generation when the store holds at least ``ann_threshold`` nodes and has
+        none, or when more than :data:`~ragloom.vector_stores.ann.MAX_CHANGED_FRACTION` of the rows
+        changed since the last one (``force``: build now, whatever the size).  Call it holding the
+        index's writer lock.
+
+        Returns:
+            ``{"ann": "built", "nodes", "nlist", "seq", "path", "seconds"}``, or ``{"ann": reason}``
+            with reason ``"off"``, ``"in-memory database"``, ``"empty"`` or ``"current"``.
+        """
+        if not self.ann:
+            return {"ann": "off"}
+        if self._db.is_memory:
+            return {"ann": "in-memory database"}
+        dim = self.dimension
+        if dim is None:
+            return {"ann": "empty"}
+        if not force and not needs_build(self._db.connection, self.collection, self._db.path, self.count(),
+                                         self.ann_threshold):
+            return {"ann": "current", "nodes": self.count()}
+        return {"ann": "built", **build_ann(self._db, self.collection, self._nodes, self._vectors, dim)}
 
     # -- persistence ------------------------------------------------------------------------
     def persist(self, persist_path: Union[str, "os.PathLike[str]"] = DEFAULT_PERSIST_PATH, fs: Any = None) -> None:

@@ -200,6 +200,18 @@ class BasePydanticVectorStore(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} cannot list its nodes by document")
 
+    def optimize(self, force: bool = False) -> Dict[str, Any]:
+        """Bring derived search structures (an approximate-nearest-neighbour index) up to date with
+        what is stored; writers call it after an ingestion, holding the index's writer lock.
+
+        Args:
+            force: rebuild even when the store thinks it is current.
+
+        Returns:
+            What was done, JSON-ready (``{}``: nothing to do for this backend).
+        """
+        return {}
+
     @property
     @abstractmethod
     def client(self) -> Any:

@@ -1,0 +1,409 @@
+"""An approximate-nearest-neighbour tier beside SQLite: faiss IVF-SQ8, kept exact by a change log.
+
+SQLite stays the single source of truth; the ANN is a derived cache that may be missing, stale or
+foreign, and then costs speed, never correctness.
+
+* **Change log.** Once :func:`ensure_log` ran on a collection, triggers on ``vs_<c>_nodes`` append
+  ``(seq, node_rowid)`` to ``vs_<c>_changes`` for every inserted, updated or deleted node, inside the
+  writing transaction (``seq`` is AUTOINCREMENT, so it never goes back, even after pruning).  The
+  database's identity is a random ``uuid`` in ``vs_<c>_ann_meta``.
+* **Generations.** :func:`build` reads every vector in one snapshot (covering changes up to ``seq``),
+  trains an IVF index with 8-bit scalar quantization (``faiss.IndexIVFScalarQuantizer``, inner product
+  over L2-normalised vectors: cosine) and writes a folder ``<db file>-ann/<c>-<uuid>-<seq>/`` holding
+  ``index.faiss`` (ids = positions), ``vectors.npy`` (the normalised float32 vectors, for the exact
+  rerank; memory-mapped) and ``rowids.npy``.  It is built under a temporary name and renamed into
+  place, so a killed build leaves no generation behind; then the log is pruned up to ``seq``.
+* **Queries** (:meth:`AnnSearcher.search`) run in one read snapshot: the newest generation of this
+  database's uuid with ``seq`` not beyond the database's is used; rows changed after its ``seq`` are
+  dropped from the ANN candidates and scored exactly from SQLite instead; the candidates are
+  re-ranked exactly with their float vectors.  Too many changed rows (more than
+  :data:`MAX_CHANGED_FRACTION` of the generation), a missing, foreign or unreadable generation, or a
+  selective filter answer ``None``: the caller searches exactly.
+* **Filters.** The fraction of rows a filter matches is estimated from a sample of
+  :data:`FILTER_SAMPLE` rows.  Below :data:`SELECTIVE_FRACTION` the exact SQL pre-filter is faster
+  and exact; above it the ANN is searched with oversampling (candidates / fraction) and the
+  candidates are post-filtered in SQL.
+
+Parameters (:data:`NLIST_PER_SQRT`, :data:`NPROBE`, :data:`RERANK`) were chosen by
+``benchmarks/query_latency.py`` (recall@10 against exact search; ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import tempfile
+import threading
+import uuid as uuid_mod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AnnSearcher", "build", "ensure_log", "ANN_MIN_NODES"]
+
+#: Stores with fewer nodes are searched exactly (an exact scan of 100,000 × 384 costs about as much
+#: as the ANN's fixed overheads); ``SQLiteVectorStore(ann_threshold=...)`` changes it.
+ANN_MIN_NODES = 100_000
+#: Inverted lists per square root of the number of vectors (faiss's guideline: about sqrt(N)).
+NLIST_PER_SQRT = 1.0
+#: Inverted lists probed per query (capped by the number of lists).
+NPROBE = 32
+#: ANN candidates re-ranked exactly with their float vectors (at least ``2 * k``).
+RERANK = 50
+#: Training vectors per inverted list (faiss warns below 39).
+TRAIN_PER_LIST = 64
+#: Rows changed since the generation, as a fraction of it, beyond which queries go exact and
+#: :func:`needs_build` says rebuild.
+MAX_CHANGED_FRACTION = 0.05
+#: Rows sampled to estimate a filter's selectivity.
+FILTER_SAMPLE = 2000
+#: Filters matching fewer than this fraction of rows use the exact SQL pre-filter.
+SELECTIVE_FRACTION = 0.05
+#: Most ANN candidates fetched for a post-filtered query.
+MAX_FILTER_CANDIDATES = 20_000
+_FORMAT = 1
+_GEN_RE = re.compile(r"^(?P<c>[A-Za-z0-9_]+)-(?P<uuid>[0-9a-f]{32})-(?P<seq>[0-9]{15})$")
+
+
+def _names(collection: str) -> Tuple[str, str]:
+    return f"vs_{collection}_changes", f"vs_{collection}_ann_meta"
+
+
+def ensure_log(conn: Any, collection: str, nodes: str) -> str:
+    """Create the change log, its triggers and the database uuid of ``collection`` if missing (call
+    inside a write transaction); return the uuid."""
+    changes, meta = _names(collection)
+    conn.execute(
+        f'CREATE TABLE IF NOT EXISTS "{changes}" (seq INTEGER PRIMARY KEY AUTOINCREMENT, node_rowid INTEGER NOT NULL)'
+    )
+    conn.execute(f'CREATE TABLE IF NOT EXISTS "{meta}" (key TEXT PRIMARY KEY, value TEXT NOT NULL)')
+    for event, row in (("INSERT", "NEW"), ("DELETE", "OLD"), ("UPDATE", "NEW")):
+        conn.execute(
+            f'CREATE TRIGGER IF NOT EXISTS "{changes}_{event.lower()}" AFTER {event} ON "{nodes}" '
+            f'BEGIN INSERT INTO "{changes}"(node_rowid) VALUES ({row}.id); END'
+        )
+    found = conn.execute(f'SELECT value FROM "{meta}" WHERE key = \'uuid\'').fetchall()
+    if found:
+        return str(found[0][0])
+    value = uuid_mod.uuid4().hex
+    conn.execute(f'INSERT INTO "{meta}"(key, value) VALUES (\'uuid\', ?)', (value,))
+    return value
+
+
+def _has_log(conn: Any, collection: str) -> bool:
+    changes, _ = _names(collection)
+    return bool(conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (changes,)).fetchall())
+
+
+def _uuid(conn: Any, collection: str) -> Optional[str]:
+    _, meta = _names(collection)
+    try:
+        rows = conn.execute(f'SELECT value FROM "{meta}" WHERE key = \'uuid\'').fetchall()
+    except Exception:  # no table: no ANN was ever built here
+        return None
+    return str(rows[0][0]) if rows else None
+
+
+def _seq(conn: Any, collection: str) -> int:
+    """The last change number ever given (AUTOINCREMENT's counter survives pruning)."""
+    changes, _ = _names(collection)
+    rows = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (changes,)).fetchall()
+    return int(rows[0][0]) if rows else 0
+
+
+def _changed_since(conn: Any, collection: str, seq: int) -> np.ndarray:
+    changes, _ = _names(collection)
+    rows = conn.execute(f'SELECT DISTINCT node_rowid FROM "{changes}" WHERE seq > ?', (seq,)).fetchall()
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def ann_dir(db_path: str) -> Path:
+    """The folder of a database file's ANN generations."""
+    return Path(db_path + "-ann")
+
+
+@dataclass
+class Generation:
+    """One built ANN: covers the database ``uuid`` up to change ``seq``."""
+
+    path: Path
+    uuid: str
+    seq: int
+    index: Any
+    vectors: np.ndarray
+    rowids: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.rowids.shape[0])
+
+
+def _generations(root: Path, collection: str, uuid: str) -> List[Tuple[int, Path]]:
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        m = _GEN_RE.match(e.name)
+        if m and m.group("c") == collection and m.group("uuid") == uuid and e.is_dir():
+            out.append((int(m.group("seq")), Path(e.path)))
+    return sorted(out, reverse=True)
+
+
+def _load(path: Path, uuid: str, seq: int) -> Generation:
+    import faiss
+
+    meta = json.loads((path / "meta.json").read_text())
+    if meta.get("format") != _FORMAT:
+        raise ValueError(f"ANN generation {path} has format {meta.get('format')}, not {_FORMAT}")
+    index = faiss.read_index(str(path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
+    index.nprobe = min(NPROBE, int(index.nlist))
+    vectors = np.load(path / "vectors.npy", mmap_mode="r")
+    rowids = np.load(path / "rowids.npy")
+    if vectors.shape[0] != rowids.shape[0] or index.ntotal != rowids.shape[0]:
+        raise ValueError(f"ANN generation {path} is inconsistent")
+    return Generation(path, uuid, seq, index, vectors, rowids)
+
+
+def needs_build(conn: Any, collection: str, db_path: str, count: int, threshold: int) -> bool:
+    """Whether :func:`build` should run: at least ``threshold`` nodes and no generation, or more than
+    :data:`MAX_CHANGED_FRACTION` of the newest one changed since."""
+    if count < max(1, threshold):
+        return False
+    uuid = _uuid(conn, collection) if _has_log(conn, collection) else None
+    if uuid is None:
+        return True
+    gens = _generations(ann_dir(db_path), collection, uuid)
+    if not gens:
+        return True
+    seq = gens[0][0]
+    if seq > _seq(conn, collection):
+        return True
+    changed = len(_changed_since(conn, collection, seq))
+    return changed > MAX_CHANGED_FRACTION * max(count, 1)
+
+
+def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) -> Dict[str, Any]:
+    """Build a new generation from the committed vectors, then prune the log it covers.
+
+    Call it while holding the index's writer lock (``ragloom index`` and ``ragloom optimize`` do):
+    two concurrent builds are safe (the newer generation wins) but wasteful.
+
+    Returns:
+        ``{"nodes", "nlist", "seq", "path", "seconds"}``.
+
+    Raises:
+        ValueError: an in-memory database (the ANN lives in files beside the database).
+    """
+    import time
+
+    import faiss
+
+    if db.is_memory:
+        raise ValueError("the ANN index needs a database file (it is written beside it)")
+    t0 = time.perf_counter()
+    with db.transaction():
+        uuid = ensure_log(db.connection, collection, nodes)
+    with db.snapshot():
+        conn = db.connection
+        conn.execute(f'SELECT 1 FROM "{nodes}" LIMIT 1').fetchall()
+        seq = _seq(conn, collection)
+        rowids_l: List[int] = []
+        chunks: List[bytes] = []
+        for rowid, blob in conn.execute(f'SELECT rowid, embedding FROM "{vectors_table}" ORDER BY rowid'):
+            rowids_l.append(rowid)
+            chunks.append(bytes(blob))
+    n = len(rowids_l)
+    rowids = np.asarray(rowids_l, dtype=np.int64)
+    matrix = np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(n, dim).copy()
+    del chunks
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    matrix /= norms
+    nlist = max(1, min(n, int(round(NLIST_PER_SQRT * math.sqrt(max(n, 1))))))
+    quantizer = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                          faiss.METRIC_INNER_PRODUCT)
+    rng = np.random.default_rng(seq)
+    sample = matrix if n <= TRAIN_PER_LIST * nlist else matrix[rng.choice(n, TRAIN_PER_LIST * nlist, replace=False)]
+    index.train(sample)
+    index.add_with_ids(matrix, np.arange(n, dtype=np.int64))
+
+    root = ann_dir(db.path)
+    root.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{collection}-build-", dir=root))
+    try:
+        faiss.write_index(index, str(work / "index.faiss"))
+        np.save(work / "vectors.npy", matrix)
+        np.save(work / "rowids.npy", rowids)
+        (work / "meta.json").write_text(json.dumps(
+            {"format": _FORMAT, "uuid": uuid, "seq": seq, "nodes": n, "dim": dim, "nlist": nlist,
+             "faiss": faiss.__version__}))
+        target = root / f"{collection}-{uuid}-{seq:015d}"
+        if target.exists():  # the same state was built already
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            os.rename(work, target)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    changes, _ = _names(collection)
+    with db.transaction():
+        db.connection.execute(f'DELETE FROM "{changes}" WHERE seq <= ?', (seq,))
+    _remove_old(root, collection, uuid, seq)
+    return {"nodes": n, "nlist": nlist, "seq": seq, "path": str(target), "seconds": round(time.perf_counter() - t0, 3)}
+
+
+#: A temporary build folder older than this is a killed build's leftover.
+_DEAD_BUILD_SECONDS = 3600
+
+
+def _remove_old(root: Path, collection: str, uuid: str, seq: int) -> None:
+    """Older generations of this database, generations of a database this file replaced, and
+    leftovers of killed builds.  Readers that mapped a removed generation keep their open files."""
+    import time
+
+    for p in root.iterdir():
+        m = _GEN_RE.match(p.name)
+        if m and m.group("c") == collection and (m.group("uuid") != uuid or int(m.group("seq")) < seq):
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.name.startswith(f".{collection}-build-"):
+            try:
+                if time.time() - p.stat().st_mtime > _DEAD_BUILD_SECONDS:
+                    shutil.rmtree(p, ignore_errors=True)
+            except OSError:
+                pass
+
+
+class AnnSearcher:
+    """Searches one collection's newest usable generation (reloaded when the database changes)."""
+
+    def __init__(self, collection: str, nodes: str, vectors_table: str) -> None:
+        self.collection = collection
+        self.nodes = nodes
+        self.vectors_table = vectors_table
+        self._gen: Optional[Generation] = None
+        self._token: Any = None
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def _generation(self, db: Any, seq_now: int) -> Optional[Generation]:
+        token = db.change_token()
+        with self._lock:
+            if token == self._token and (self._gen is None or self._gen.seq <= seq_now):
+                return self._gen
+            self._token = token
+            uuid = _uuid(db.connection, self.collection) if _has_log(db.connection, self.collection) else None
+            if uuid is None:
+                self._gen = None
+                return None
+            for seq, path in _generations(ann_dir(db.path), self.collection, uuid):
+                if seq > seq_now:  # built from a state this snapshot does not see yet
+                    continue
+                if self._gen is not None and self._gen.path == path:
+                    return self._gen
+                try:
+                    self._gen = _load(path, uuid, seq)
+                    return self._gen
+                except Exception as exc:  # removed meanwhile, or damaged: try an older one
+                    logger.info("ANN generation %s unusable: %s", path, exc)
+            self._gen = None
+            return None
+
+    def search(self, db: Any, query: np.ndarray, k: int, where: str, params: List[Any],
+               dim: int) -> Optional[List[Tuple[str, str, float]]]:
+        """``(node_id, node_json, cosine)`` of the ``k`` best rows, or ``None`` when the exact search
+        must answer (no usable generation, too many changes, a selective filter)."""
+        if db.is_memory:
+            return None
+        norm = float(np.linalg.norm(query))
+        q = np.ascontiguousarray((query / norm if norm else query).reshape(1, -1), dtype=np.float32)
+        with db.snapshot():
+            conn = db.connection
+            conn.execute(f'SELECT 1 FROM "{self.nodes}" LIMIT 1').fetchall()
+            if not _has_log(conn, self.collection):
+                return None
+            seq_now = _seq(conn, self.collection)
+            gen = self._generation(db, seq_now)
+            if gen is None or gen.vectors.shape[1] != dim:
+                return None
+            changed = _changed_since(conn, self.collection, gen.seq)
+            if len(changed) > MAX_CHANGED_FRACTION * max(gen.n, 1):
+                if not self._warned:
+                    logger.info("ANN index is stale (%d changed rows): exact search until 'ragloom optimize'",
+                                len(changed))
+                    self._warned = True
+                return None
+            want = max(RERANK, 2 * k)
+            if where != "1":
+                fraction = self._selectivity(conn, gen, where, params)
+                if fraction < SELECTIVE_FRACTION:
+                    return None
+                want = min(MAX_FILTER_CANDIDATES, int(math.ceil(want / fraction * 1.5)))
+            _, pos = gen.index.search(q, min(want, gen.n))
+            pos = pos[0][pos[0] >= 0]
+            rows = gen.rowids[pos]
+            keep = ~np.isin(rows, changed) if len(changed) else np.ones(len(rows), dtype=bool)
+            cand_rows = rows[keep]
+            cand_vecs = np.asarray(gen.vectors[pos[keep]], dtype=np.float32).reshape(-1, dim)
+            if len(changed):
+                extra_rows, extra_vecs = self._vectors_of(conn, changed, dim)
+                cand_rows = np.concatenate([cand_rows, extra_rows])
+                cand_vecs = np.concatenate([cand_vecs, extra_vecs])
+            if where != "1" and len(cand_rows):
+                allowed = self._matching(conn, cand_rows, where, params)
+                mask = np.isin(cand_rows, allowed)
+                cand_rows, cand_vecs = cand_rows[mask], cand_vecs[mask]
+                if len(cand_rows) < k:
+                    return None  # the filter ate the oversampled candidates: exact
+            if not len(cand_rows):
+                return []
+            sims = cand_vecs @ q[0]
+            top = np.argsort(-sims, kind="stable")[:k]
+            wanted = [int(r) for r in cand_rows[top]]
+            found = {
+                rowid: (node_id, data)
+                for rowid, node_id, data in conn.execute(
+                    f'SELECT n.id, n.node_id, n.node FROM json_each(?) AS j JOIN "{self.nodes}" AS n ON n.id = j.value',
+                    (json.dumps(wanted),),
+                )
+            }
+            return [(*found[r], float(sims[i])) for r, i in zip(wanted, top, strict=True) if r in found]
+
+    def _vectors_of(self, conn: Any, rowids: np.ndarray, dim: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Normalised vectors of the rows of ``rowids`` that still exist."""
+        rows = conn.execute(
+            f'SELECT v.rowid, v.embedding FROM json_each(?) AS j JOIN "{self.vectors_table}" AS v '
+            "ON v.rowid = j.value",
+            (json.dumps([int(r) for r in rowids]),),
+        ).fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return ids, (vecs / norms).astype(np.float32)
+
+    def _matching(self, conn: Any, rowids: np.ndarray, where: str, params: List[Any]) -> np.ndarray:
+        rows = conn.execute(
+            f'SELECT n.id FROM "{self.nodes}" AS n WHERE n.id IN (SELECT value FROM json_each(?)) AND ({where})',
+            [json.dumps([int(r) for r in rowids]), *params],
+        ).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def _selectivity(self, conn: Any, gen: Generation, where: str, params: List[Any]) -> float:
+        """Fraction of a fixed sample of the generation's rows that the filter matches."""
+        n = gen.n
+        if n == 0:
+            return 0.0
+        step = max(1, n // FILTER_SAMPLE)
+        sample = gen.rowids[::step][:FILTER_SAMPLE]
+        return len(self._matching(conn, sample, where, params)) / max(1, len(sample))
