@@ -24,7 +24,7 @@ foreign, and then costs speed, never correctness.
   and exact; above it the ANN is searched with oversampling (candidates / fraction) and the
   candidates are post-filtered in SQL.
 
-Parameters (:data:`NLIST_PER_SQRT`, :data:`NPROBE`, :data:`RERANK`) were chosen by
+Parameters (:data:`NLIST_PER_SQRT`, :data:`NPROBE_FRACTION`, :data:`RERANK`) were chosen by
 ``benchmarks/query_latency.py`` (recall@10 against exact search; ``benchmarks/results/``).
 """
 
@@ -54,8 +54,10 @@ __all__ = ["AnnSearcher", "build", "ensure_log", "ANN_MIN_NODES"]
 ANN_MIN_NODES = 100_000
 #: Inverted lists per square root of the number of vectors (faiss's guideline: about sqrt(N)).
 NLIST_PER_SQRT = 1.0
-#: Inverted lists probed per query (capped by the number of lists).
-NPROBE = 32
+#: Inverted lists probed per query: this fraction of the lists, at least :data:`MIN_NPROBE` (capped by
+#: the number of lists).  A fixed count would probe a shrinking share as the store grows.
+NPROBE_FRACTION = 0.1
+MIN_NPROBE = 32
 #: ANN candidates re-ranked exactly with their float vectors (at least ``2 * k``).
 RERANK = 50
 #: Training vectors per inverted list (faiss warns below 39).
@@ -166,7 +168,8 @@ def _load(path: Path, uuid: str, seq: int) -> Generation:
     if meta.get("format") != _FORMAT:
         raise ValueError(f"ANN generation {path} has format {meta.get('format')}, not {_FORMAT}")
     index = faiss.read_index(str(path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
-    index.nprobe = min(NPROBE, int(index.nlist))
+    nlist = int(index.nlist)
+    index.nprobe = min(nlist, max(MIN_NPROBE, int(math.ceil(NPROBE_FRACTION * nlist))))
     vectors = np.load(path / "vectors.npy", mmap_mode="r")
     rowids = np.load(path / "rowids.npy")
     if vectors.shape[0] != rowids.shape[0] or index.ntotal != rowids.shape[0]:
