@@ -100,7 +100,7 @@ def measure(path: Path, queries: np.ndarray, n_ann: int, n_exact: int) -> Dict[s
     from ragloom.vector_stores.sqlite import SQLiteVectorStore
 
     db = SQLiteDatabase(path)
-    ann = SQLiteVectorStore(db)
+    ann = SQLiteVectorStore(db, memory_search=True)  # a resident reader, as ragloom serve
     exact = SQLiteVectorStore(db, ann=False)
     filters = {"none": None,
                "1%": MetadataFilters(filters=[MetadataFilter(key="g", value=7)]),
@@ -140,7 +140,7 @@ def rss_mb(path: Path, queries: np.ndarray) -> float:
         from ragloom.storage.sqlite import SQLiteDatabase
         from ragloom.vector_stores import VectorStoreQuery
         from ragloom.vector_stores.sqlite import SQLiteVectorStore
-        store = SQLiteVectorStore(SQLiteDatabase({str(path)!r}))
+        store = SQLiteVectorStore(SQLiteDatabase({str(path)!r}), memory_search=True)
         for q in np.load({str(path.with_suffix('.q.npy'))!r}):
             store.query(VectorStoreQuery(query_embedding=q.tolist(), similarity_top_k=10))
         assert store._ann._gen is not None

@@ -42,7 +42,7 @@ class TestConformanceWithAnn(VectorStoreConformance):
     @pytest.fixture
     def store(self, tmp_path: Path) -> Any:
         db = SQLiteDatabase(tmp_path / "ragloom.sqlite")
-        yield _RebuildingStore(db, ann_threshold=0)
+        yield _RebuildingStore(db, ann_threshold=0, memory_search=True)
         db.close()
 
 
@@ -60,9 +60,15 @@ def _ids(store, q, k, filters=None):
     return list(res.ids or []), list(res.similarities or [])
 
 
+def _same(got, want):
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], atol=1e-5)
+    return True
+
+
 def _pair(tmp_path, n=400, seed=0):
     db = SQLiteDatabase(tmp_path / "ragloom.sqlite")
-    ann = SQLiteVectorStore(db, ann_threshold=0)
+    ann = SQLiteVectorStore(db, ann_threshold=0, memory_search=True)
     exact = SQLiteVectorStore(db, ann=False)
     ann.add(_nodes(np.random.default_rng(seed), n))
     return db, ann, exact
@@ -95,7 +101,7 @@ def test_changes_after_a_build_are_always_seen(tmp_path_factory, ops, seed):
     tmp = tmp_path_factory.mktemp("ann")
     rng = np.random.default_rng(seed)
     db = SQLiteDatabase(tmp / "ragloom.sqlite")
-    ann = SQLiteVectorStore(db, ann_threshold=0)
+    ann = SQLiteVectorStore(db, ann_threshold=0, memory_search=True)
     exact = SQLiteVectorStore(db, ann=False)
     ann.add(_nodes(rng, 60))
     ann.optimize(force=True)
@@ -167,10 +173,10 @@ def test_missing_foreign_damaged_or_future_generations_fall_back_to_exact(tmp_pa
     q = np.random.default_rng(3).standard_normal(DIM)
     want = _ids(exact, q, 5)
 
-    damaged = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0)
+    damaged = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0, memory_search=True)
     (gen / "broken").write_bytes(b"not a faiss index")
     os.replace(gen / "broken", gen / "index.faiss")  # a new file: mappings of the old one stay valid
-    assert _ids(damaged, q, 5) == want and damaged._ann._gen is None
+    assert _same(_ids(damaged, q, 5), want) and damaged._ann._gen is None
 
     ann.add(_nodes(np.random.default_rng(4), 1, prefix="x"))
     ann.optimize(force=True)
@@ -179,7 +185,7 @@ def test_missing_foreign_damaged_or_future_generations_fall_back_to_exact(tmp_pa
     foreign_root = tmp_path / "other"
     foreign_root.mkdir()
     other = SQLiteDatabase(foreign_root / "ragloom.sqlite")
-    other_store = SQLiteVectorStore(other, ann_threshold=0)
+    other_store = SQLiteVectorStore(other, ann_threshold=0, memory_search=True)
     other_store.add(_nodes(np.random.default_rng(8), 50, prefix="o"))
     other_store.optimize(force=True)
     shutil.copytree(new_gen, ann_dir(other.path) / new_gen.name)  # another database's generation
@@ -188,12 +194,12 @@ def test_missing_foreign_damaged_or_future_generations_fall_back_to_exact(tmp_pa
 
     future = new_gen.with_name(new_gen.name[:-15] + f"{10**14:015d}")
     os.rename(new_gen, future)  # claims changes this database never had: ignored
-    fresh = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0)
-    assert _ids(fresh, q, 5) == want and fresh._ann._gen is None
+    fresh = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0, memory_search=True)
+    assert _same(_ids(fresh, q, 5), want) and fresh._ann._gen is None
 
     shutil.rmtree(root)
-    fresh = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0)
-    assert _ids(fresh, q, 5) == want
+    fresh = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0, memory_search=True)
+    assert _same(_ids(fresh, q, 5), want)
     assert fresh.optimize()["ann"] == "built"  # no usable generation: the next optimize builds
 
 
@@ -215,7 +221,7 @@ def test_a_build_killed_at_any_moment_leaves_queries_correct(tmp_path):
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        reader = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0)
+        reader = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0, memory_search=True)
         for _ in range(3):
             q = rng.standard_normal(DIM)
             a, sims = _ids(reader, q, 5)
@@ -224,6 +230,15 @@ def test_a_build_killed_at_any_moment_leaves_queries_correct(tmp_path):
             if reader._ann._gen is None:  # killed before the rename: exact search
                 np.testing.assert_allclose(sims, esims, atol=1e-4)
     assert ann.optimize(force=True)["ann"] == "built"  # a later build works over any leftovers
+
+
+def test_a_one_shot_reader_searches_a_small_generation_exactly(tmp_path):
+    db, ann, exact = _pair(tmp_path, n=500)
+    ann.optimize(force=True)
+    cold = SQLiteVectorStore(SQLiteDatabase(db.path), ann_threshold=0)  # no memory_search: ragloom query
+    q = np.random.default_rng(2).standard_normal(DIM)
+    assert _same(_ids(cold, q, 5), _ids(exact, q, 5)) and cold._ann._gen is None
+    assert _ids(ann, q, 5)[0] and ann._ann._gen is not None
 
 
 def test_in_memory_and_disabled_stores_stay_exact_and_bad_threshold_is_refused(tmp_path):

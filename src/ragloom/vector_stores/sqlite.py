@@ -101,7 +101,10 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     each run, ``ragloom optimize`` on demand).  Dense queries then take its candidates, score
     rows changed since it was built exactly, and re-rank with the float vectors, all in one read
     snapshot: a missing, stale or foreign ANN falls back to exact search, never to a deleted or
-    outdated node.  ``ann=False`` always searches exactly.
+    outdated node.  ``ann=False`` always searches exactly.  A store without ``memory_search`` (a
+    one-shot reader such as ``ragloom query``) uses generations of at least
+    :data:`~ragloom.vector_stores.ann.COLD_MIN_NODES` nodes only: below that, importing faiss costs
+    it more than the exact scan saves.
 
     Raises:
         ValueError: ``collection`` is not 1–64 characters of ``[A-Za-z0-9_]``, or ``ann_threshold``
@@ -408,7 +411,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         if dim is None:
             return []
         if self.ann and k <= _ANN_MAX_K:
-            found = self._ann.search(self._db, q, k, where, params, dim)
+            found = self._ann.search(self._db, q, k, where, params, dim, resident=self.memory_search)
             if found is not None:
                 return found
         if self.memory_search and where == "1":
