@@ -125,7 +125,17 @@ def _seq(conn: Any, collection: str) -> int:
     return int(rows[0][0]) if rows else 0
 
 
-def _changed_since(conn: Any, collection: str, seq: int) -> np.ndarray:
+def _changes_count(conn: Any, collection: str, seq: int) -> int:
+    """Log entries after ``seq`` (an upper bound of the rows changed; a range scan of the key)."""
+    changes, _ = _names(collection)
+    return int(conn.execute(f'SELECT count(*) FROM "{changes}" WHERE seq > ?', (seq,)).fetchall()[0][0])
+
+
+def _changed_since(conn: Any, collection: str, seq: int, limit: Optional[int] = None) -> Optional[np.ndarray]:
+    """Distinct rows changed after ``seq``; ``None`` when the log holds more than ``limit`` entries
+    after it (checked first, so a huge backlog is not read on every query)."""
+    if limit is not None and _changes_count(conn, collection, seq) > limit:
+        return None
     changes, _ = _names(collection)
     rows = conn.execute(f'SELECT DISTINCT node_rowid FROM "{changes}" WHERE seq > ?', (seq,)).fetchall()
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
@@ -202,8 +212,7 @@ def needs_build(conn: Any, collection: str, db_path: str, count: int, threshold:
     seq = gens[0][0]
     if seq > _seq(conn, collection):
         return True
-    changed = len(_changed_since(conn, collection, seq))
-    return changed > MAX_CHANGED_FRACTION * max(count, 1)
+    return _changed_since(conn, collection, seq, int(MAX_CHANGED_FRACTION * max(count, 1))) is None
 
 
 def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) -> Dict[str, Any]:
@@ -354,11 +363,11 @@ class AnnSearcher:
             gen = self._generation(db, seq_now, resident)
             if gen is None or gen.vectors.shape[1] != dim:
                 return None
-            changed = _changed_since(conn, self.collection, gen.seq)
-            if len(changed) > MAX_CHANGED_FRACTION * max(gen.n, 1):
+            changed = _changed_since(conn, self.collection, gen.seq, int(MAX_CHANGED_FRACTION * max(gen.n, 1)))
+            if changed is None:
                 if not self._warned:
-                    logger.info("ANN index is stale (%d changed rows): exact search until 'ragloom optimize'",
-                                len(changed))
+                    logger.info("ANN index is stale (over %d%% of the rows changed): exact search until the next "
+                                "'ragloom index' or 'ragloom optimize'", round(MAX_CHANGED_FRACTION * 100))
                     self._warned = True
                 return None
             want = max(RERANK, 2 * k)
