@@ -148,7 +148,7 @@ def test_an_int8_index_refuses_an_fp32_model_and_reopens_as_int8(tmp_path):
     assert reopened.embed_model.quantize == "int8"
     top = reopened.as_retriever(similarity_top_k=1).retrieve("how hot should the water be for tea")
     assert "eighty degrees" in top[0].node.get_content()
-    with pytest.raises(ValueError, match="quantized as int8"):
+    with pytest.raises(ValueError, match=r"in int8 \(ragloom index --fast\)"):
         open_index(tmp_path / "idx", create=False, embed_model=HuggingFaceEmbedding())
 
 
@@ -229,3 +229,26 @@ def test_encoder_sessions_are_shared_per_process():
     a = OnnxEncoder(bundled_model_path())
     b = OnnxEncoder(bundled_model_path())
     assert a.session is b.session
+
+
+def test_an_unwritable_cache_falls_back_to_torch_or_says_which_folder(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("RAGLOOM_CACHE_DIR", str(blocker / "cache"))
+    auto = HuggingFaceEmbedding(embed_batch_size=4)
+    assert len(auto.get_query_embedding("tea")) == 384 and auto.backend == "torch"
+    assert "RAGLOOM_CACHE_DIR" in caplog.text
+    with pytest.raises(OnnxExportError, match="RAGLOOM_CACHE_DIR"):
+        HuggingFaceEmbedding(quantize="int8").get_query_embedding("tea")
+
+
+def test_a_damaged_or_half_deleted_cache_entry_is_exported_again(tmp_path, monkeypatch, torch_vectors):
+    monkeypatch.setenv("RAGLOOM_CACHE_DIR", str(tmp_path))
+    folder = export_onnx(bundled_model_path())
+    (folder / "model.onnx").write_bytes(b"truncated")
+    monkeypatch.setattr(onnx_mod, "_SESSIONS", {})
+    vecs = OnnxEncoder(bundled_model_path()).encode(TEXTS[:2], 256)
+    assert (vecs * torch_vectors[:2]).sum(axis=1).min() > 0.99999
+    (folder / "model.onnx").unlink()  # export.json left behind
+    again = OnnxEncoder(bundled_model_path())
+    assert (again.encode(TEXTS[:2], 256) * torch_vectors[:2]).sum(axis=1).min() > 0.99999

@@ -277,3 +277,15 @@ def test_ragloom_optimize_builds_and_queries_use_it(tmp_path):
     assert res.exit_code == 0 and "bamboo" in json.loads(res.stdout)["results"][0]["text"]
     res = runner.invoke(cli, ["optimize", "--index-dir", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no index" in res.output
+
+
+def test_an_emptied_store_and_a_small_stale_generation(tmp_path):
+    db, ann, exact = _pair(tmp_path, n=200)
+    assert ann.optimize(force=True)["ann"] == "built"  # below the threshold, on request
+    ann.delete_nodes(node_ids=[f"n{i}" for i in range(20)])  # 10% changed: stale
+    store = SQLiteVectorStore(db, ann_threshold=100_000)
+    assert store.optimize()["ann"] == "built"  # a generation exists, so it is kept fresh
+    ann.clear()
+    assert ann.optimize() == {"ann": "empty"} and ann.optimize(force=True) == {"ann": "empty"}
+    with pytest.raises(ValueError, match="ann_threshold"):
+        SQLiteVectorStore(db, ann_threshold=True)

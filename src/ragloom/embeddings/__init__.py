@@ -111,10 +111,13 @@ def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> N
         )
     recorded, current = identity.get("quantize"), embed_model.to_config().get("quantize")
     if recorded != current:
+        def variant(q: Any) -> str:
+            return "int8 (ragloom index --fast)" if q == "int8" else "fp32 (not quantized)"
+
         raise ValueError(
-            f"this index was built with {name!r} quantized as {recorded or 'fp32'}, and the embed model given is "
-            f"{current or 'fp32'}: their vectors differ, so index and queries must use the same variant "
-            f"(quantize={recorded!r}); load it without embed_model= to use the recorded one"
+            f"this index was built with {name!r} in {variant(recorded)}, but the embed model given is "
+            f"{variant(current)}: their vectors differ, so index and queries must use the same variant; "
+            "leave out --fast / --embed-model (CLI) or embed_model= (Python) to use the recorded one"
         )
 
 

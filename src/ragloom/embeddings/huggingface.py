@@ -330,7 +330,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
 
             try:
                 self._onnx = OnnxEncoder(self._path, quantize=self.quantize)
-            except OnnxExportError as exc:
+            except OnnxExportError as exc:  # not exportable, or the cache folder is not writable
                 if self._backend_choice != "auto" or self.quantize:
                     raise
                 logger.warning("%s cannot run on ONNX Runtime (%s); using torch", self.model_name, exc)

@@ -45,6 +45,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ragloom.errors import RagloomError
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -76,8 +78,9 @@ _SESSIONS: Dict[Tuple[str, int], Any] = {}
 _LOCK = threading.Lock()
 
 
-class OnnxExportError(RuntimeError):
-    """The model cannot be exported to ONNX (unsupported modules, or torch/onnx missing)."""
+class OnnxExportError(RagloomError, RuntimeError):
+    """The model cannot be exported to ONNX (unsupported modules, torch/onnx missing, or a cache
+    folder that cannot be written)."""
 
 
 def cache_root() -> Path:
@@ -297,10 +300,17 @@ def export_onnx(model_path: Path, quantize: Optional[str] = None) -> Path:
         return target
     plan = _plan(model_path)
     fp32 = export_onnx(model_path, None) if quantize else None  # int8 quantizes the cached fp32 graph
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     try:
-        logger.info("exporting %s to ONNX (%s), once, into %s", model_path, quantize or "fp32", target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    except OSError as exc:
+        raise OnnxExportError(
+            f"cannot write the ONNX model cache {target.parent} ({exc.strerror or exc}); set RAGLOOM_CACHE_DIR "
+            "to a writable folder"
+        ) from exc
+    try:
+        logger.warning("preparing the embedding model for ONNX Runtime (%s), once: about 10-20 s; "
+                       "later runs reuse %s", quantize or "fp32", target)
         if fp32 is not None:
             meta = _read_json(fp32 / _META_NAME)
             graph = work / "int8.onnx"
@@ -312,12 +322,15 @@ def export_onnx(model_path: Path, quantize: Optional[str] = None) -> Path:
             graph = fused if _optimize(raw, fused, meta) else raw
         final = work / "final"
         final.mkdir()
+        final.chmod(0o755)  # mkdtemp's folders are private; the cache is readable like the model files
         os.replace(graph, final / _GRAPH_NAME)
         import onnxruntime
 
         meta.update(plan, quantize=quantize, export_version=EXPORT_VERSION, source=str(model_path),
                     onnxruntime=onnxruntime.__version__)
         (final / _META_NAME).write_text(json.dumps(meta, indent=1, sort_keys=True))
+        if target.exists() and not ((target / _GRAPH_NAME).is_file() and (target / _META_NAME).is_file()):
+            shutil.rmtree(target, ignore_errors=True)  # a damaged or half-deleted entry
         try:
             os.replace(final, target)
         except OSError:  # another process renamed its whole export in first
@@ -344,10 +357,16 @@ class OnnxEncoder:
 
     def __init__(self, model_path: Path, quantize: Optional[str] = None, threads: int = 0) -> None:
         folder = export_onnx(Path(model_path), quantize)
+        try:
+            self.session = _session(folder / _GRAPH_NAME, threads)
+        except Exception as exc:  # a damaged cached graph (truncated, not protobuf): export it again
+            logger.warning("the cached ONNX graph %s is unusable (%s); exporting it again", folder, exc)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder = export_onnx(Path(model_path), quantize)
+            self.session = _session(folder / _GRAPH_NAME, threads)
         self.graph_path = folder / _GRAPH_NAME
         self.meta = _read_json(folder / _META_NAME)
         self.inputs: List[str] = list(self.meta.get("inputs") or ["input_ids", "attention_mask"])
-        self.session = _session(self.graph_path, threads)
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))

@@ -201,14 +201,13 @@ def _meta_nodes(path: Path) -> int:
 def needs_build(conn: Any, collection: str, db_path: str, count: int, threshold: int) -> bool:
     """Whether :func:`build` should run: at least ``threshold`` nodes and no generation, or more than
     :data:`MAX_CHANGED_FRACTION` of the newest one changed since."""
-    if count < max(1, threshold):
+    if count == 0:
         return False
     uuid = _uuid(conn, collection) if _has_log(conn, collection) else None
-    if uuid is None:
-        return True
-    gens = _generations(ann_dir(db_path), collection, uuid)
-    if not gens:
-        return True
+    gens = _generations(ann_dir(db_path), collection, uuid) if uuid is not None else []
+    if not gens:  # none yet: only from the threshold on
+        return count >= max(1, threshold)
+    # a generation exists (perhaps built by ragloom optimize below the threshold): keep it fresh
     seq = gens[0][0]
     if seq > _seq(conn, collection):
         return True
@@ -234,6 +233,8 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     if db.is_memory:
         raise ValueError("the ANN index needs a database file (it is written beside it)")
     t0 = time.perf_counter()
+    if not db.execute(f'SELECT 1 FROM "{vectors_table}" LIMIT 1'):
+        return {"nodes": 0, "nlist": 0, "seq": None, "path": None, "seconds": 0.0}
     with db.transaction():
         uuid = ensure_log(db.connection, collection, nodes)
     with db.snapshot():
@@ -256,6 +257,7 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit,
                                           faiss.METRIC_INNER_PRODUCT)
+    index.cp.min_points_per_centroid = 1  # small stores: no "please provide more points" on stderr
     rng = np.random.default_rng(seq)
     sample = matrix if n <= TRAIN_PER_LIST * nlist else matrix[rng.choice(n, TRAIN_PER_LIST * nlist, replace=False)]
     index.train(sample)
@@ -264,6 +266,7 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     root = ann_dir(db.path)
     root.mkdir(exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{collection}-build-", dir=root))
+    work.chmod(0o755)  # readable like the database file (mkdtemp's folders are private)
     try:
         faiss.write_index(index, str(work / "index.faiss"))
         np.save(work / "vectors.npy", matrix)

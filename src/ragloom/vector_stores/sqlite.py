@@ -120,7 +120,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
                  memory_search: bool = False, ann: bool = True, ann_threshold: int = ANN_MIN_NODES) -> None:
         if not _NAME_RE.match(collection):
             raise ValueError(f"collection name must match [A-Za-z0-9_]{{1,64}}, got {collection!r}")
-        if not isinstance(ann_threshold, int) or ann_threshold < 0:
+        if not isinstance(ann_threshold, int) or isinstance(ann_threshold, bool) or ann_threshold < 0:
             raise ValueError(f"ann_threshold must be an int >= 0 nodes, got {ann_threshold!r}")
         self._db = database if database is not None else SQLiteDatabase(":memory:")
         self.collection = collection
@@ -454,7 +454,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         if self._db.is_memory:
             return {"ann": "in-memory database"}
         dim = self.dimension
-        if dim is None:
+        if dim is None or self.count() == 0:
             return {"ann": "empty"}
         if not force and not needs_build(self._db.connection, self.collection, self._db.path, self.count(),
                                          self.ann_threshold):
