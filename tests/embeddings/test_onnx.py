@@ -252,3 +252,19 @@ def test_a_damaged_or_half_deleted_cache_entry_is_exported_again(tmp_path, monke
     (folder / "model.onnx").unlink()  # export.json left behind
     again = OnnxEncoder(bundled_model_path())
     assert (again.encode(TEXTS[:2], 256) * torch_vectors[:2]).sum(axis=1).min() > 0.99999
+
+
+def test_load_index_from_storage_keeps_query_vectors_in_the_folder(tmp_path):
+    from ragloom import StorageContext, VectorStoreIndex, load_index_from_storage
+    from ragloom.schema import Document
+
+    index = VectorStoreIndex.from_documents([Document(text="Green tea is brewed at eighty degrees.")],
+                                            embed_model=HuggingFaceEmbedding())
+    index.storage_context.persist(tmp_path / "storage")
+    loaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=tmp_path / "storage"))
+    cache = loaded.embed_model.query_cache
+    assert cache is not None
+    hits = cache.hits
+    loaded.as_retriever(similarity_top_k=1).retrieve("tea temperature from storage")
+    loaded.as_retriever(similarity_top_k=1).retrieve("tea temperature from storage")
+    assert cache.hits == hits + 1

@@ -25,7 +25,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Union
 import apsw
 import numpy as np
 
-__all__ = ["EmbeddingCache", "namespace_of", "text_hash", "DEFAULT_CACHE_NAME"]
+__all__ = ["EmbeddingCache", "attach_query_cache", "namespace_of", "text_hash", "DEFAULT_CACHE_NAME"]
 
 #: File name ``ragloom index`` uses inside ``--index-dir``.
 DEFAULT_CACHE_NAME = "embed_cache.sqlite"
@@ -177,3 +177,18 @@ class EmbeddingCache:
 
     def __repr__(self) -> str:
         return f"EmbeddingCache({self.path!r}, hits={self.hits}, misses={self.misses})"
+
+
+def attach_query_cache(model: Any, index_dir: Union[str, "os.PathLike[str]"]) -> None:
+    """Repeated queries cost a lookup: give ``model`` (a
+    :class:`~ragloom.embeddings.base.BaseEmbedding`) the query cache ``index_dir/embed_cache.sqlite``
+    (its own namespace), unless it has one or the folder cannot be written (then it goes without)."""
+    if model.query_cache is not None:
+        return
+    try:
+        # a query waits at most a second for a writer's transaction before it skips the cache
+        model.query_cache = EmbeddingCache(Path(index_dir) / DEFAULT_CACHE_NAME, busy_timeout_ms=1000)
+    except Exception as exc:  # apsw.Error / OSError: a read-only folder, a full disk
+        import logging
+
+        logging.getLogger(__name__).info("no query cache in %s: %s", index_dir, exc)

@@ -32,7 +32,8 @@ def load_indices_from_storage(
 
 
 def load_index_from_storage(storage_context: Any, index_id: Optional[str] = None, **kwargs: Any) -> Any:
-    """The index in ``storage_context`` (or the one named ``index_id``).
+    """The index in ``storage_context`` (or the one named ``index_id``).  An index loaded from a folder
+    keeps its query vectors in ``embed_cache.sqlite`` there (a repeated query costs a lookup).
 
     Raises:
         ValueError: no index is stored, or several are and ``index_id`` is not given.
@@ -43,4 +44,11 @@ def load_index_from_storage(storage_context: Any, index_id: Optional[str] = None
     if len(indices) > 1:
         ids = ", ".join(i.index_id for i in indices)
         raise ValueError(f"several indexes are stored ({ids}); pass index_id= to choose one")
-    return indices[0]
+    index = indices[0]
+    from ragloom.indices.vector_store import VectorStoreIndex
+
+    if storage_context.persist_dir is not None and isinstance(index, VectorStoreIndex):
+        from ragloom.embeddings.cache import attach_query_cache
+
+        attach_query_cache(index.embed_model, storage_context.persist_dir)  # repeated queries cost a lookup
+    return index

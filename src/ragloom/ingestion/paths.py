@@ -123,6 +123,7 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
         FileNotFoundError: no index in ``index_dir`` and not ``create``.
     """
     from ragloom.embeddings import resolve_embed_model
+    from ragloom.embeddings.cache import attach_query_cache
     from ragloom.indices import VectorStoreIndex, load_index_from_storage
     from ragloom.storage import StorageContext
 
@@ -134,22 +135,8 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
         index = load_index_from_storage(sc, embed_model=explicit)
     else:
         index = VectorStoreIndex(storage_context=sc, embed_model=explicit or resolve_embed_model("default"))
-    _attach_query_cache(index.embed_model, Path(index_dir))
+    attach_query_cache(index.embed_model, Path(index_dir))
     return index
-
-
-def _attach_query_cache(model: Any, index_dir: Path) -> None:
-    """Repeated queries cost a lookup: query vectors go to the index's ``embed_cache.sqlite``
-    (their own namespace), unless the model already has a query cache or the folder is read-only."""
-    from ragloom.embeddings.cache import DEFAULT_CACHE_NAME, EmbeddingCache
-
-    if model.query_cache is not None:
-        return
-    try:
-        # a query waits at most a second for a writer's transaction before it skips the cache
-        model.query_cache = EmbeddingCache(index_dir / DEFAULT_CACHE_NAME, busy_timeout_ms=1000)
-    except Exception as exc:  # apsw.Error / OSError: a read-only folder, a full disk
-        logger.info("no query cache in %s: %s", index_dir, exc)
 
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
