@@ -159,8 +159,10 @@ def test_bad_arguments():
         HuggingFaceEmbedding(quantize="int4")
     with pytest.raises(ValueError, match="needs backend='onnx'"):
         HuggingFaceEmbedding(backend="torch", quantize="int8")
-    with pytest.raises(ValueError, match="runs on the CPU"):
+    with pytest.raises(ValueError, match="run on the CPU"):
         HuggingFaceEmbedding(backend="onnx", device="cuda")
+    with pytest.raises(ValueError, match="run on the CPU"):
+        HuggingFaceEmbedding(quantize="int8", device="cuda")
 
 
 def test_a_query_imports_no_torch(tmp_path):

@@ -203,7 +203,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
         ModelNotAvailableError: the model is not on this machine.
         ValueError: ``max_length`` < 8, ``embed_batch_size`` out of range, ``backend`` not one of
             ``auto``/``onnx``/``torch``, ``quantize`` not ``None``/``"int8"``, ``quantize`` with the
-            torch backend, or ``backend="onnx"`` with a GPU ``device``.
+            torch backend, or ``backend="onnx"`` / ``quantize`` with a GPU ``device``.
     """
 
     def __init__(
@@ -227,8 +227,9 @@ class HuggingFaceEmbedding(BaseEmbedding):
             raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
         if quantize is not None and backend == "torch":
             raise ValueError("quantize='int8' needs backend='onnx' or 'auto' (the torch backend runs fp32/fp16)")
-        if backend == "onnx" and device is not None and device != "cpu":
-            raise ValueError(f"backend='onnx' runs on the CPU; device must be None or 'cpu', got {device!r}")
+        if (backend == "onnx" or quantize is not None) and device is not None and device != "cpu":
+            raise ValueError(f"backend='onnx' and quantize='int8' run on the CPU; device must be None or 'cpu', "
+                             f"got {device!r}")
         super().__init__(
             model_name=model_name,
             embed_batch_size=1 if embed_batch_size is None else embed_batch_size,
