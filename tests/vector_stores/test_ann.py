@@ -289,3 +289,19 @@ def test_an_emptied_store_and_a_small_stale_generation(tmp_path):
     assert ann.optimize() == {"ann": "empty"} and ann.optimize(force=True) == {"ann": "empty"}
     with pytest.raises(ValueError, match="ann_threshold"):
         SQLiteVectorStore(db, ann_threshold=True)
+
+
+def test_large_stores_use_pq_fast_scan_and_still_agree_with_exact_search(tmp_path):
+    db, ann, exact = _pair(tmp_path, n=12000)
+    built = ann.optimize()
+    assert built["ann"] == "built" and built["kind"] == "pq"
+    rng = np.random.default_rng(21)
+    hits = 0
+    for _ in range(20):
+        q = rng.standard_normal(DIM)
+        a, sims = _ids(ann, q, 10)
+        e, _ = _ids(exact, q, 10)
+        assert sims == sorted(sims, reverse=True)
+        hits += len(set(a) & set(e))
+    assert ann._ann._gen is not None and ann._ann._gen.kind == "pq"
+    assert hits / 200 >= 0.9

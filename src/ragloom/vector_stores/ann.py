@@ -8,7 +8,8 @@ foreign, and then costs speed, never correctness.
   writing transaction (``seq`` is AUTOINCREMENT, so it never goes back, even after pruning).  The
   database's identity is a random ``uuid`` in ``vs_<c>_ann_meta``.
 * **Generations.** :func:`build` reads every vector in one snapshot (covering changes up to ``seq``),
-  trains an IVF index with 8-bit scalar quantization (``faiss.IndexIVFScalarQuantizer``, inner product
+  trains an IVF index (4-bit PQ fast scan from :data:`PQ_MIN_NODES` vectors, else 8-bit scalar
+  quantization; inner product
   over L2-normalised vectors: cosine) and writes a folder ``<db file>-ann/<c>-<uuid>-<seq>/`` holding
   ``index.faiss`` (ids = positions), ``vectors.npy`` (the normalised float32 vectors, for the exact
   rerank; memory-mapped) and ``rowids.npy``.  It is built under a temporary name and renamed into
@@ -58,12 +59,19 @@ ANN_MIN_NODES = 100_000
 COLD_MIN_NODES = 300_000
 #: Inverted lists per square root of the number of vectors (faiss's guideline: about sqrt(N)).
 NLIST_PER_SQRT = 1.0
-#: Inverted lists probed per query: this fraction of the lists, at least :data:`MIN_NPROBE` (capped by
-#: the number of lists).  A fixed count would probe a shrinking share as the store grows.
-NPROBE_FRACTION = 0.1
+#: Stores of at least this many vectors (and a dimension divisible by 8) are coded with 4-bit product
+#: quantization read by faiss's SIMD "fast scan" (``IVF…,PQ<dim/4>x4fs``: 1 byte per 8 dimensions);
+#: smaller ones with 8-bit scalar quantization (PQ's 16-centroid codebooks need more training points).
+#: Measured at 1M mixed-real vectors: PQ fast scan, 20% of the lists probed and 1,000 candidates
+#: re-ranked gave recall@10 0.997 at 3 ms; SQ8 needed 23 ms for 1.000 and gave 0.975 at 13 ms.
+PQ_MIN_NODES = 10_000
+#: Inverted lists probed per query: this fraction of the lists (PQ / SQ8), at least :data:`MIN_NPROBE`
+#: (capped by the number of lists).  A fixed count would probe a shrinking share as the store grows.
+NPROBE_FRACTION = {"pq": 0.2, "sq8": 0.1}
 MIN_NPROBE = 32
-#: ANN candidates re-ranked exactly with their float vectors (at least ``2 * k``).
-RERANK = 50
+#: ANN candidates re-ranked exactly with their float vectors (at least ``2 * k``): PQ's 4-bit codes
+#: rank coarsely, so more of its candidates are re-ranked.
+RERANK = {"pq": 1000, "sq8": 50}
 #: Training vectors per inverted list (faiss warns below 39).
 TRAIN_PER_LIST = 64
 #: Rows changed since the generation, as a fraction of it, beyond which queries go exact and
@@ -148,7 +156,7 @@ def ann_dir(db_path: str) -> Path:
 
 @dataclass
 class Generation:
-    """One built ANN: covers the database ``uuid`` up to change ``seq``."""
+    """One built ANN: covers the database ``uuid`` up to change ``seq``; ``kind`` ``"pq"`` or ``"sq8"``."""
 
     path: Path
     uuid: str
@@ -156,6 +164,7 @@ class Generation:
     index: Any
     vectors: np.ndarray
     rowids: np.ndarray
+    kind: str = "sq8"
 
     @property
     def n(self) -> int:
@@ -181,14 +190,18 @@ def _load(path: Path, uuid: str, seq: int) -> Generation:
     meta = json.loads((path / "meta.json").read_text())
     if meta.get("format") != _FORMAT:
         raise ValueError(f"ANN generation {path} has format {meta.get('format')}, not {_FORMAT}")
-    index = faiss.read_index(str(path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
-    nlist = int(index.nlist)
-    index.nprobe = min(nlist, max(MIN_NPROBE, int(math.ceil(NPROBE_FRACTION * nlist))))
+    kind = str(meta.get("kind", "sq8"))
+    if kind == "pq":  # small (dim/8 bytes a vector): read whole; fast-scan lists are not mapped
+        index = faiss.read_index(str(path / "index.faiss"))
+    else:
+        index = faiss.read_index(str(path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
+    nlist = int(faiss.extract_index_ivf(index).nlist)
+    faiss.extract_index_ivf(index).nprobe = min(nlist, max(MIN_NPROBE, int(math.ceil(NPROBE_FRACTION[kind] * nlist))))
     vectors = np.load(path / "vectors.npy", mmap_mode="r")
     rowids = np.load(path / "rowids.npy")
     if vectors.shape[0] != rowids.shape[0] or index.ntotal != rowids.shape[0]:
         raise ValueError(f"ANN generation {path} is inconsistent")
-    return Generation(path, uuid, seq, index, vectors, rowids)
+    return Generation(path, uuid, seq, index, vectors, rowids, kind)
 
 
 def _meta_nodes(path: Path) -> int:
@@ -254,10 +267,14 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     norms[norms == 0] = 1.0
     matrix /= norms
     nlist = max(1, min(n, int(round(NLIST_PER_SQRT * math.sqrt(max(n, 1))))))
-    quantizer = faiss.IndexFlatIP(dim)
-    index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit,
-                                          faiss.METRIC_INNER_PRODUCT)
-    index.cp.min_points_per_centroid = 1  # small stores: no "please provide more points" on stderr
+    kind = "pq" if n >= PQ_MIN_NODES and dim % 8 == 0 else "sq8"
+    if kind == "pq":
+        index = faiss.index_factory(dim, f"IVF{nlist},PQ{dim // 4}x4fs", faiss.METRIC_INNER_PRODUCT)
+    else:
+        index = faiss.IndexIVFScalarQuantizer(faiss.IndexFlatIP(dim), dim, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                              faiss.METRIC_INNER_PRODUCT)
+    # small stores: no "please provide more points" on stderr
+    faiss.extract_index_ivf(index).cp.min_points_per_centroid = 1
     rng = np.random.default_rng(seq)
     sample = matrix if n <= TRAIN_PER_LIST * nlist else matrix[rng.choice(n, TRAIN_PER_LIST * nlist, replace=False)]
     index.train(sample)
@@ -272,7 +289,7 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
         np.save(work / "vectors.npy", matrix)
         np.save(work / "rowids.npy", rowids)
         (work / "meta.json").write_text(json.dumps(
-            {"format": _FORMAT, "uuid": uuid, "seq": seq, "nodes": n, "dim": dim, "nlist": nlist,
+            {"format": _FORMAT, "uuid": uuid, "seq": seq, "nodes": n, "dim": dim, "nlist": nlist, "kind": kind,
              "faiss": faiss.__version__}))
         target = root / f"{collection}-{uuid}-{seq:015d}"
         if target.exists():  # the same state was built already
@@ -286,7 +303,8 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     with db.transaction():
         db.connection.execute(f'DELETE FROM "{changes}" WHERE seq <= ?', (seq,))
     _remove_old(root, collection, uuid, seq)
-    return {"nodes": n, "nlist": nlist, "seq": seq, "path": str(target), "seconds": round(time.perf_counter() - t0, 3)}
+    return {"nodes": n, "nlist": nlist, "kind": kind, "seq": seq, "path": str(target),
+            "seconds": round(time.perf_counter() - t0, 3)}
 
 
 #: A temporary build folder older than this is a killed build's leftover.
@@ -373,7 +391,7 @@ class AnnSearcher:
                                 "'ragloom index' or 'ragloom optimize'", round(MAX_CHANGED_FRACTION * 100))
                     self._warned = True
                 return None
-            want = max(RERANK, 2 * k)
+            want = max(RERANK[gen.kind], 2 * k)
             if where != "1":
                 fraction = self._selectivity(conn, gen, where, params)
                 if fraction < SELECTIVE_FRACTION:
