@@ -291,7 +291,10 @@ def test_an_emptied_store_and_a_small_stale_generation(tmp_path):
         SQLiteVectorStore(db, ann_threshold=True)
 
 
-def test_large_stores_use_pq_fast_scan_and_still_agree_with_exact_search(tmp_path):
+def test_large_stores_use_pq_fast_scan_and_still_agree_with_exact_search(tmp_path, monkeypatch):
+    from ragloom.vector_stores import ann as ann_module
+
+    monkeypatch.setattr(ann_module, "PQ_MIN_NODES", 10_000)  # the real threshold needs 250,000 nodes
     db, ann, exact = _pair(tmp_path, n=12000)
     built = ann.optimize()
     assert built["ann"] == "built" and built["kind"] == "pq"

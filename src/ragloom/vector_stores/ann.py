@@ -12,7 +12,7 @@ foreign, and then costs speed, never correctness.
   quantization; inner product
   over L2-normalised vectors: cosine) and writes a folder ``<db file>-ann/<c>-<uuid>-<seq>/`` holding
   ``index.faiss`` (ids = positions), ``vectors.npy`` (the normalised float32 vectors, for the exact
-  rerank; memory-mapped) and ``rowids.npy``.  It is built under a temporary name and renamed into
+  rerank; read row by row with ``pread``) and ``rowids.npy``.  It is built under a temporary name and renamed into
   place, so a killed build leaves no generation behind; then the log is pruned up to ``seq``.
 * **Queries** (:meth:`AnnSearcher.search`) run in one read snapshot: the newest generation of this
   database's uuid with ``seq`` not beyond the database's is used; rows changed after its ``seq`` are
@@ -61,10 +61,10 @@ COLD_MIN_NODES = 300_000
 NLIST_PER_SQRT = 1.0
 #: Stores of at least this many vectors (and a dimension divisible by 8) are coded with 4-bit product
 #: quantization read by faiss's SIMD "fast scan" (``IVF…,PQ<dim/4>x4fs``: 1 byte per 8 dimensions);
-#: smaller ones with 8-bit scalar quantization (PQ's 16-centroid codebooks need more training points).
-#: Measured at 1M mixed-real vectors: PQ fast scan, 20% of the lists probed and 1,000 candidates
-#: re-ranked gave recall@10 0.997 at 3 ms; SQ8 needed 23 ms for 1.000 and gave 0.975 at 13 ms.
-PQ_MIN_NODES = 10_000
+#: smaller ones with 8-bit scalar quantization, whose 50 re-ranked candidates cost less to read than
+#: PQ's 1,000 (``benchmarks/results/ann_search_mixture.txt``: at 100k SQ8 1.7 ms for recall@10 0.98,
+#: PQ 4.8 ms for 0.983; at 1M PQ 6.7 ms for 0.997, SQ8 13 ms for 0.975).
+PQ_MIN_NODES = 250_000
 #: Inverted lists probed per query: this fraction of the lists (PQ / SQ8), at least :data:`MIN_NPROBE`
 #: (capped by the number of lists).  A fixed count would probe a shrinking share as the store grows.
 NPROBE_FRACTION = {"pq": 0.2, "sq8": 0.1}
@@ -162,7 +162,7 @@ class Generation:
     uuid: str
     seq: int
     index: Any
-    vectors: np.ndarray
+    vectors: "RowFile"
     rowids: np.ndarray
     kind: str = "sq8"
 
@@ -197,11 +197,51 @@ def _load(path: Path, uuid: str, seq: int) -> Generation:
         index = faiss.read_index(str(path / "index.faiss"), faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY)
     nlist = int(faiss.extract_index_ivf(index).nlist)
     faiss.extract_index_ivf(index).nprobe = min(nlist, max(MIN_NPROBE, int(math.ceil(NPROBE_FRACTION[kind] * nlist))))
-    vectors = np.load(path / "vectors.npy", mmap_mode="r")
+    vectors = RowFile(path / "vectors.npy")
     rowids = np.load(path / "rowids.npy")
     if vectors.shape[0] != rowids.shape[0] or index.ntotal != rowids.shape[0]:
         raise ValueError(f"ANN generation {path} is inconsistent")
     return Generation(path, uuid, seq, index, vectors, rowids, kind)
+
+
+class RowFile:
+    """The rows of a 2-d float32 ``.npy`` file, read with ``pread`` (not memory-mapped).
+
+    The re-rank reads about a thousand scattered rows per query; through a memory map, page-cache
+    large folios map megabytes around each row into the process (1.1 GB of resident memory after one
+    query at 1M rows, measured), while ``pread`` copies only the rows (1.5 KB each at 384-d).
+    """
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(fh)
+            self.offset = fh.tell()
+        if fortran or len(shape) != 2 or np.dtype(dtype) != np.float32:
+            raise ValueError(f"{path}: not a C-ordered 2-d float32 array")
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.row_bytes = 4 * self.shape[1]
+        self._fd = os.open(path, os.O_RDONLY)
+        size = os.fstat(self._fd).st_size
+        if size < self.offset + self.row_bytes * self.shape[0]:
+            os.close(self._fd)
+            raise ValueError(f"{path} is truncated")
+
+    def rows(self, positions: np.ndarray) -> np.ndarray:
+        """``(len(positions), dim)`` float32, in the order of ``positions``."""
+        out = np.empty((len(positions), self.shape[1]), dtype=np.float32)
+        for i, p in enumerate(positions.tolist()):
+            out[i] = np.frombuffer(os.pread(self._fd, self.row_bytes, self.offset + p * self.row_bytes),
+                                   dtype=np.float32)
+        return out
+
+    def __del__(self) -> None:
+        try:
+            os.close(self._fd)
+        except (OSError, AttributeError):
+            pass
 
 
 def _meta_nodes(path: Path) -> int:
@@ -292,10 +332,9 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
             {"format": _FORMAT, "uuid": uuid, "seq": seq, "nodes": n, "dim": dim, "nlist": nlist, "kind": kind,
              "faiss": faiss.__version__}))
         target = root / f"{collection}-{uuid}-{seq:015d}"
-        if target.exists():  # the same state was built already
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            os.rename(work, target)
+        if target.exists():  # the same state, built before (perhaps differently): the new build wins
+            shutil.rmtree(target, ignore_errors=True)  # readers keep the files they mapped
+        os.rename(work, target)
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
@@ -402,7 +441,7 @@ class AnnSearcher:
             rows = gen.rowids[pos]
             keep = ~np.isin(rows, changed) if len(changed) else np.ones(len(rows), dtype=bool)
             cand_rows = rows[keep]
-            cand_vecs = np.asarray(gen.vectors[pos[keep]], dtype=np.float32).reshape(-1, dim)
+            cand_vecs = gen.vectors.rows(pos[keep])
             if len(changed):
                 extra_rows, extra_vecs = self._vectors_of(conn, changed, dim)
                 cand_rows = np.concatenate([cand_rows, extra_rows])
