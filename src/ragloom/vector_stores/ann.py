@@ -1,4 +1,4 @@
-"""An approximate-nearest-neighbour tier beside SQLite: faiss IVF-SQ8, kept exact by a change log.
+"""An approximate-nearest-neighbour tier beside SQLite: faiss IVF (SQ8 or PQ fast scan), kept exact by a log.
 
 SQLite stays the single source of truth; the ANN is a derived cache that may be missing, stale or
 foreign, and then costs speed, never correctness.

@@ -96,7 +96,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     dimension per node), for long-running processes such as ``ragloom serve``.
 
     **Approximate search at scale** (:mod:`ragloom.vector_stores.ann`): :meth:`optimize` builds a
-    faiss IVF-SQ8 index beside a database file once the store holds ``ann_threshold`` nodes
+    faiss IVF index (SQ8, or 4-bit PQ fast scan at scale) beside a database file once the store holds
     (default :data:`~ragloom.vector_stores.ann.ANN_MIN_NODES`; ``ragloom index`` calls it after
     each run, ``ragloom optimize`` on demand).  Dense queries then take its candidates, score
     rows changed since it was built exactly, and re-rank with the float vectors, all in one read
