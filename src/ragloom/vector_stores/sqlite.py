@@ -97,7 +97,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     **Approximate search at scale** (:mod:`ragloom.vector_stores.ann`): :meth:`optimize` builds a
     faiss IVF index (SQ8, or 4-bit PQ fast scan at scale) beside a database file once the store holds
-    (default :data:`~ragloom.vector_stores.ann.ANN_MIN_NODES`; ``ragloom index`` calls it after
+    ``ann_threshold`` nodes (default :data:`~ragloom.vector_stores.ann.ANN_MIN_NODES`; ``ragloom index`` calls it after
     each run, ``ragloom optimize`` on demand).  Dense queries then take its candidates, score
     rows changed since it was built exactly, and re-rank with the float vectors, all in one read
     snapshot: a missing, stale or foreign ANN falls back to exact search, never to a deleted or
