@@ -87,6 +87,14 @@ _FORMAT = 1
 _GEN_RE = re.compile(r"^(?P<c>[A-Za-z0-9_]+)-(?P<uuid>[0-9a-f]{32})-(?P<seq>[0-9]{15})$")
 
 
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` (n, dim) with every row scaled to unit L2 norm, as float32 (all-zero rows stay zero,
+    so they score 0 against everything)."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(matrix / norms, dtype=np.float32)
+
+
 def _names(collection: str) -> Tuple[str, str]:
     return f"vs_{collection}_changes", f"vs_{collection}_ann_meta"
 
@@ -303,9 +311,7 @@ def build(db: Any, collection: str, nodes: str, vectors_table: str, dim: int) ->
     rowids = np.asarray(rowids_l, dtype=np.int64)
     matrix = np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(n, dim).copy()
     del chunks
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    matrix /= norms
+    matrix = normalise_rows(matrix)
     nlist = max(1, min(n, int(round(NLIST_PER_SQRT * math.sqrt(max(n, 1))))))
     kind = "pq" if n >= PQ_MIN_NODES and dim % 8 == 0 else "sq8"
     if kind == "pq":
@@ -475,9 +481,7 @@ class AnnSearcher:
         ).fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        return ids, (vecs / norms).astype(np.float32)
+        return ids, normalise_rows(vecs)
 
     def _matching(self, conn: Any, rowids: np.ndarray, where: str, params: List[Any]) -> np.ndarray:
         rows = conn.execute(

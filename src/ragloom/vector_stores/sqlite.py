@@ -56,7 +56,7 @@ from ragloom.fts import (
 from ragloom.fusion import RRF_K, dist_based_score_fusion  # noqa: F401  (RRF_K re-exported)
 from ragloom.schema import BaseNode, node_from_json
 from ragloom.storage.sqlite import DEFAULT_DB_NAME, SQLiteDatabase
-from ragloom.vector_stores.ann import ANN_MIN_NODES, AnnSearcher, needs_build
+from ragloom.vector_stores.ann import ANN_MIN_NODES, AnnSearcher, needs_build, normalise_rows
 from ragloom.vector_stores.ann import build as build_ann
 from ragloom.vector_stores.types import (
     BasePydanticVectorStore,
@@ -491,9 +491,7 @@ class _VectorMatrix:
         rows = db.connection.execute(f'SELECT rowid, embedding FROM "{vectors}"').fetchall()
         self.rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0  # a zero vector scores 0 against everything
-        self.matrix = np.ascontiguousarray(matrix / norms, dtype=np.float32)
+        self.matrix = normalise_rows(matrix)
 
     def search(self, db: SQLiteDatabase, vectors: str, nodes: str, query: np.ndarray,
                k: int) -> List[Tuple[str, str, float]]:
