@@ -122,28 +122,55 @@ def test_split_text_within_budget_no_metadata(text, chunk_size):
         assert [text[a:b] for a, b in spans] == chunks
 
 
-@given(text=texts(), data=st.data())
+# added-token text (BERT's ``[MASK]``), a prefix with cut positions inside, tokenizer-specific runs
+HOSTILE = st.sampled_from(["[MASK]", "[CLS]x", "a]b", "##", "x" * 120, "ǅ", "İ", "\u00a8", "\u0301", "\x00", "\r\n"])
+
+
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+@given(text=texts(), extra=st.lists(HOSTILE, max_size=6), data=st.data())
 @settings(max_examples=100, deadline=None)
-def test_exact_counter_edges_match_full_count(text, data):
-    """The tiktoken edge-only verification equals a full re-encode on every span."""
-    tok = get_tokenizer("cl100k_base")
+def test_exact_counter_edges_match_full_count(tok_name, text, extra, data):
+    """The edge-only verification (fast exact count) equals a full re-encode on every span,
+    with and without metadata wrappers around it."""
+    tok = TOKENIZERS[tok_name]()
+    assert tok.safe_split is not None  # both take the fast path this test pins
+    text = text + "".join(extra)
     sizer = make_sizers(tok, [text])[0]
     counter = ExactCounter(tok, sizer)
     n = len(text)
     for _ in range(5):
         a = data.draw(st.integers(0, n))
         b = data.draw(st.integers(a, n))
-        prefix = data.draw(st.sampled_from(["", "title: x\n\n", "😀"]))
-        assert counter.count(a, b, prefix, "") == tok.count(prefix + text[a:b])
+        prefix = data.draw(st.sampled_from(["", "title: x\n\n", "😀", "file_path: /a/b c.md, 中文\n\n", "[MASK"]))
+        suffix = data.draw(st.sampled_from(["", "\n\nsource: a.b, c", "]"]))
+        assert counter.count(a, b, prefix, suffix) == tok.count(prefix + text[a:b] + suffix)
 
 
-def test_exact_counter_on_real_text(cl100k):
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+@given(text=texts(), extra=st.lists(HOSTILE, max_size=6))
+@settings(max_examples=150, deadline=None)
+def test_safe_split_positions_keep_the_count(tok_name, text, extra):
+    """The cut property each tokenizer declares: at every ``safe_split`` match ``h``,
+    ``count(x) == count(x[:h]) + count(x[h:])``."""
+    tok = TOKENIZERS[tok_name]()
+    text = "".join(extra) + text
+    total = tok.count(text)
+    for m in tok.safe_split.finditer(text):
+        h = m.start()
+        assert tok.count(text[:h]) + tok.count(text[h:]) == total, (h, text[max(0, h - 5) : h + 5])
+
+
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+def test_exact_counter_on_real_text(tok_name):
+    tok = TOKENIZERS[tok_name]()
     text = open(f"{SHARED_DATA}/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
     text += " The quick brown fox, e.g. Dr. Smith, jumps over it. " * 200
-    sizer = make_sizers(cl100k, [text])[0]
-    counter = ExactCounter(cl100k, sizer)
+    md = sorted(Path(SHARED_DATA, "markdown_fastapi").rglob("*.md"))[:20]
+    text += "".join(p.read_text(encoding="utf-8") for p in md)
+    sizer = make_sizers(tok, [text])[0]
+    counter = ExactCounter(tok, sizer)
     rnd = random.Random(0)
     for _ in range(300):
         a = rnd.randrange(len(text))
         b = min(len(text), a + rnd.randrange(1, 3000))
-        assert counter.count(a, b) == cl100k.count(text[a:b])
+        assert counter.count(a, b) == tok.count(text[a:b])

@@ -158,12 +158,22 @@ def test_every_builtin_backend_is_a_base_tokenizer():
     assert get_tokenizer(backends[0]) is backends[0]  # a BaseTokenizer passes as is
 
 
-def test_fast_exact_count_is_declared_on_tiktoken_only():
+def test_fast_exact_count_is_declared_where_its_cut_property_holds():
     tt = get_tokenizer("cl100k_base")
     assert tt.safe_split is not None and tt.safe_split_reverse is not None
     text = "hello world <|endoftext|> again"
     assert list(tt.encode_ordinary(text)) == tt.encode(text) and len(tt.encode_ordinary(text)) == tt.count(text)
-    for tok in (get_default_tokenizer(), get_tokenizer(str.split)):
-        assert tok.safe_split is None and tok.safe_split_reverse is None
+    # the bundled model's BERT pipeline has it; "]" (inside "[MASK]") is never a cut
+    bert = get_default_tokenizer()
+    assert bert.safe_split is not None and bert.safe_split_reverse is not None
+    assert [m.start() for m in bert.safe_split.finditer("a [MASK] b,c中")] == [1, 2, 8, 10, 12]
+    assert bert.encode_ordinary("hello world") == bert.encode("hello world")
+    assert len(bert.encode_ordinary("x [MASK] y")) == bert.count("x [MASK] y")
+    # a callable has no offsets and no cut property; a non-BERT tokenizers pipeline has none either
+    assert get_tokenizer(str.split).safe_split is None and get_tokenizer(str.split).safe_split_reverse is None
     assert get_tokenizer(str.split).token_starts_batch(["a b"]) is None
-    assert get_default_tokenizer().encode_ordinary("hello world") == get_default_tokenizer().encode("hello world")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    bpe = Tokenizer(models.WordLevel({"a": 0, "[UNK]": 1}, unk_token="[UNK]"))
+    bpe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()  # "a,b" is one word: "," is no cut
+    assert HFTokenizer(bpe).safe_split is None

@@ -41,7 +41,8 @@ _LOCK = threading.Lock()
 # The letter run on the left ends there (possessive / no apostrophe contraction) and the
 # piece on the right starts there ("<c><letters>") whatever precedes it, so
 # tokens(x[a:b]) == tokens(x[a:h]) + tokens(x[h:b]) for such h.  Used by the span engine
-# to verify chunk sizes exactly by re-encoding only the chunk edges.
+# to verify chunk sizes exactly by re-encoding only the chunk edges (checked by hypothesis in
+# ``tests/node_parser/test_properties.py``).
 SAFE_SPLIT = regex.compile(r"(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
 SAFE_SPLIT_REVERSE = regex.compile(r"(?r)(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
 

@@ -114,6 +114,10 @@ class SentenceLevel:
         self._sx = sentencex.get_sentence_boundaries
 
     def find(self, text: str, lo: int, hi: int) -> List[int]:
+        if CJK_TERMINATORS.search(text, lo, hi) is None:  # no CJK terminator: one English piece
+            out: List[int] = []
+            self._english(text, lo, hi, out)
+            return out
         ends = [m.end() for m in CJK_TERMINATORS.finditer(text, lo, hi)]
         ascii_ends = [m.start() for m in _ASCII_END.finditer(text, lo, hi)]
         if not ascii_ends:  # no English sentence punctuation: CJK terminators only
@@ -121,7 +125,7 @@ class SentenceLevel:
                 ends.pop()
             return ends
         # sentencex only on the pieces (between CJK terminators) that hold ASCII ``.!?``
-        out: List[int] = []
+        out = []
         k, na = 0, len(ascii_ends)
         prev = lo
         for p in ends:

@@ -286,7 +286,9 @@ class ExactCounter:
     With the tokenizer's fast exact-count capability (``safe_split`` and
     ``safe_split_reverse`` set, see :class:`~ragloom.tokenizers.BaseTokenizer`) and an
     :class:`OffsetSizer`, only the chunk's edges are re-encoded (``encode_ordinary``);
-    otherwise the wrapped chunk is counted whole (``count``).
+    otherwise the wrapped chunk is counted whole (``count``).  The wrappers are cut at
+    their own last (prefix) or first (suffix) safe position, and the part beyond it is
+    counted once per wrapper, so a long metadata header is not re-encoded per chunk.
     """
 
     def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer) -> None:
@@ -296,10 +298,35 @@ class ExactCounter:
         self.safe: Optional[SplitPattern] = None
         self.safe_rev: Optional[SplitPattern] = None
         self._enc: Optional[Callable[[str], Sequence[int]]] = None
+        # wrapper -> (the part re-encoded with the chunk edge, tokens of the rest)
+        self._prefixes: Dict[str, Tuple[str, int]] = {}
+        self._suffixes: Dict[str, Tuple[str, int]] = {}
         safe, safe_rev = tokenizer.safe_split, tokenizer.safe_split_reverse
         if isinstance(sizer, OffsetSizer) and safe is not None and safe_rev is not None:
             self.safe, self.safe_rev = safe, safe_rev
             self._enc = tokenizer.encode_ordinary
+
+    def _prefix(self, prefix: str) -> Tuple[str, int]:
+        got = self._prefixes.get(prefix)
+        if got is None:
+            m = self.safe_rev.search(prefix) if prefix and self.safe_rev is not None else None
+            if m is None:
+                got = (prefix, 0)
+            else:
+                got = (prefix[m.start() :], len(self._enc(prefix[: m.start()])))  # type: ignore[misc]
+            self._prefixes[prefix] = got
+        return got
+
+    def _suffix(self, suffix: str) -> Tuple[str, int]:
+        got = self._suffixes.get(suffix)
+        if got is None:
+            m = self.safe.search(suffix) if suffix and self.safe is not None else None
+            if m is None:
+                got = (suffix, 0)
+            else:
+                got = (suffix[: m.start()], len(self._enc(suffix[m.start() :])))  # type: ignore[misc]
+            self._suffixes[suffix] = got
+        return got
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         text = self.text
@@ -310,7 +337,15 @@ class ExactCounter:
                 # the forward match at ``h`` is a match in [h, b), so the backward search finds one
                 t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
                 enc = self._enc
-                return len(enc(prefix + text[a:h])) + self.sizer.tokens(h, t) + len(enc(text[t:b] + suffix))
+                head, head_n = self._prefix(prefix)
+                tail, tail_n = self._suffix(suffix)
+                return (
+                    head_n
+                    + len(enc(head + text[a:h]))
+                    + self.sizer.tokens(h, t)
+                    + len(enc(text[t:b] + tail))
+                    + tail_n
+                )
         return self.tok.count(prefix + text[a:b] + suffix)
 
 
@@ -371,9 +406,31 @@ class _Finder:
             return None
         return level.find(self.text, 0, self.n)
 
+    def _from_last_query(self, li: int, plo: int, phi: int, x: int, m: int) -> Optional[Span]:
+        """The segment around ``x`` from the last query of level ``li`` in this parent, when both
+        of its ends lie in that query's trusted zone (cuts farther than ``m`` from a window edge,
+        or at the parent's edge); ``None`` otherwise.  Serves the overlap start from the query
+        made for the chunk end."""
+        cached = self._win.get((li, plo, phi))
+        if cached is None:
+            return None
+        qlo, qhi, bs = cached
+        tlo = plo if qlo == plo else qlo + m
+        thi = phi if qhi == phi else qhi - m
+        if not tlo <= x < thi:
+            return None
+        i = bisect.bisect_right(bs, x)
+        a = bs[i - 1] if i > 0 and bs[i - 1] >= tlo else (plo if tlo == plo else None)
+        b = bs[i] if i < len(bs) and bs[i] <= thi else (phi if thi == phi else None)
+        return (a, b) if a is not None and b is not None else None
+
     # one widening-window search whose state (window, cache, trusted zone) every branch updates;
     # split up, that state would travel through helper arguments on the splitter's hot path
-    def segment(self, li: int, plo: int, phi: int, x: int, budget: int):  # noqa: C901
+    def segment(self, li: int, plo: int, phi: int, x: int, budget: int, reach: int = -1):  # noqa: C901
+        """``(a, b, over)``: the segment of level ``li`` around ``x`` inside the parent
+        ``[plo, phi)``, and whether it alone exceeds ``budget``.  ``reach``: a position before ``x``
+        whose segment will be asked for next (the overlap start); the first window reaches back to
+        it, so that answer comes from this query's trusted zone."""
         level = self.levels[li]
         if li == 0:
             if not self._first_known:
@@ -389,6 +446,11 @@ class _Finder:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
         back, fwd, m = self.BACK, self.FWD, level.margin
+        known = self._from_last_query(li, plo, phi, x, m)
+        if known is not None:
+            return known[0], known[1], sizer.tokens(known[0], known[1]) > budget
+        if 0 <= reach < x:
+            back = max(back, x - reach + back)
         while True:
             wlo = max(plo, x - back)
             whi = min(phi, x + fwd)
@@ -428,10 +490,10 @@ class _Finder:
             if b is None:
                 fwd *= 4
 
-    def unit_at(self, x: int, budget: int, lo: int = 0) -> Span:
+    def unit_at(self, x: int, budget: int, reach: int = -1) -> Span:
         plo, phi = 0, self.n
         for li in range(len(self.levels)):
-            a, b, over = self.segment(li, plo, phi, x, budget)
+            a, b, over = self.segment(li, plo, phi, x, budget, reach)
             if not over:
                 return a, b
             plo, phi = a, b
@@ -475,7 +537,8 @@ def pack_spans(  # noqa: C901
             if L >= end_all:
                 e = end_all
             else:
-                u0, _ = finder.unit_at(L, budget if bud == budget else bud)
+                reach = sizer.back_limit(L, overlap) if overlap > 0 else -1
+                u0, _ = finder.unit_at(L, budget if bud == budget else bud, reach)
                 e = u0 if u0 > s else L
             if e <= prev_end and s < prev_end:
                 # overlap left no room for new text: start after the previous chunk instead
@@ -489,7 +552,10 @@ def pack_spans(  # noqa: C901
             cs, ce = strip_span(text, s, e)
             if cs >= ce:
                 break
-            worst = max(counter.count(cs, ce, p, sf) for p, sf in wrappers)
+            if len(wrappers) == 1:
+                worst = counter.count(cs, ce, wrappers[0][0], wrappers[0][1])
+            else:
+                worst = max(counter.count(cs, ce, p, sf) for p, sf in wrappers)
             if worst <= chunk_size:
                 break
             excess = worst - chunk_size
