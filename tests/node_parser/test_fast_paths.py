@@ -83,7 +83,7 @@ def test_real_text_regex_and_sentences(real_texts):
 def _spans(splitter, text, fast):
     orig = engine._Finder._all_cuts
     if not fast:
-        engine._Finder._all_cuts = lambda self, level: None
+        engine._Finder._all_cuts = lambda self, li, level: None
     try:
         return splitter.split_spans(text)
     finally:
@@ -95,18 +95,20 @@ SPLITTERS = [
     lambda: SentenceSplitter(chunk_size=200, chunk_overlap=40, tokenizer="cl100k_base", paragraph_separator="\n\n"),
     lambda: TokenTextSplitter(chunk_size=50, chunk_overlap=10, tokenizer="cl100k_base", separator="\n"),
     lambda: SentenceSplitter(chunk_size=60, chunk_overlap=10),  # default (HF WordPiece) tokenizer
+    # a one-character separator below the first level (" " then "\n"): whole-text cuts per parent
+    lambda: TokenTextSplitter(chunk_size=40, chunk_overlap=8, tokenizer="cl100k_base"),
 ]
 
 
 @given(text=any_text, which=st.integers(0, len(SPLITTERS) - 1))
 @settings(max_examples=150, deadline=None)
-def test_first_level_whole_text_cuts_equal_windowed(text, which):
+def test_whole_text_cuts_equal_windowed(text, which):
     splitter = SPLITTERS[which]()
     assert _spans(splitter, text, True) == _spans(splitter, text, False)
 
 
-def test_first_level_whole_text_cuts_equal_windowed_real(real_texts):
-    for make in SPLITTERS[:3]:
+def test_whole_text_cuts_equal_windowed_real(real_texts):
+    for make in SPLITTERS[:3] + SPLITTERS[4:]:
         splitter = make()
         for text in real_texts[::2]:
             assert _spans(splitter, text, True) == _spans(splitter, text, False)

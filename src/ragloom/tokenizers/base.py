@@ -65,10 +65,15 @@ class Tokenizer(Protocol):
             calling :meth:`count` on them).
         safe_split / safe_split_reverse: the optional fast exact-count capability (see
             :class:`BaseTokenizer`); ``None`` when the tokenizer does not have it.
+        releases_gil: ``True`` when :meth:`token_starts_batch` runs without holding Python's
+            GIL (Hugging Face ``tokenizers``), so the splitters tokenize the next documents in a
+            background thread while they pack the current ones; ``False`` (tiktoken holds it) makes
+            such a thread pure overhead, and they tokenize in turn.
     """
 
     name: str
     has_offsets: bool
+    releases_gil: bool
     safe_split: Optional[SplitPattern]
     safe_split_reverse: Optional[SplitPattern]
 
@@ -106,6 +111,8 @@ class BaseTokenizer(ABC):
     name: str
     #: ``True``: :meth:`encode_offsets` works.  ``False``: it raises ``NotImplementedError``.
     has_offsets: bool = True
+    #: ``True``: :meth:`token_starts_batch` releases the GIL (see :class:`Tokenizer`).
+    releases_gil: bool = False
     safe_split: Optional[SplitPattern] = None
     safe_split_reverse: Optional[SplitPattern] = None
 
@@ -205,7 +212,8 @@ class ForeignTokenizer(BaseTokenizer):
 
     The object's optional members are looked up once, here, and forwarded when present
     (otherwise the :class:`BaseTokenizer` defaults apply): ``name`` (default: the
-    object's ``repr``), ``has_offsets`` (default ``True``), ``count_batch``, ``encode``,
+    object's ``repr``), ``has_offsets`` (default ``True``), ``releases_gil`` (default
+    ``False``), ``count_batch``, ``encode``,
     ``token_starts_batch``; and the fast exact-count capability ``safe_split`` +
     ``safe_split_reverse`` + ``encoding.encode_ordinary`` (a ``tiktoken.Encoding``),
     taken only when all three are there.
@@ -221,6 +229,7 @@ class ForeignTokenizer(BaseTokenizer):
         name = getattr(obj, "name", None)
         self.name = name if isinstance(name, str) else repr(obj)
         self.has_offsets = bool(getattr(obj, "has_offsets", True))
+        self.releases_gil = bool(getattr(obj, "releases_gil", False))
         self._count_batch = getattr(obj, "count_batch", None)
         self._encode = getattr(obj, "encode", None)
         self._starts = getattr(obj, "token_starts_batch", None)

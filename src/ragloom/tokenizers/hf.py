@@ -88,6 +88,7 @@ class HFTokenizer(BaseTokenizer):
     """
 
     has_offsets = True
+    releases_gil = True  # ``encode_batch`` runs in Rust threads without the GIL
 
     def __init__(self, tokenizer: Union[str, "os.PathLike[str]", Any], name: str | None = None) -> None:
         from tokenizers import Tokenizer as _HFTok

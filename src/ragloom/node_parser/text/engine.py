@@ -376,9 +376,8 @@ class _Finder:
         # last boundary query per level, keyed by the parent segment it was made in: a query made
         # for another parent may start before this parent, and its cuts there are not ours
         self._win: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
-        # the first level's cuts over the whole text, once computed (``None`` then: not worth it)
-        self._first: Optional[List[int]] = None
-        self._first_known = False
+        # per level: its cuts over the whole text, once computed (``None``: not worth it)
+        self._all: Dict[int, Optional[List[int]]] = {}
 
     def _segment_whole(self, li: int, level: Level, plo: int, phi: int, x: int, budget: int):
         key = (li, plo, phi)
@@ -392,17 +391,27 @@ class _Finder:
         b = bs[i] if i < len(bs) else phi
         return a, b, self.sizer.tokens(a, b) > budget
 
-    def _all_cuts(self, level: Level) -> Optional[List[int]]:
-        """Every cut of a rare literal separator in the whole text (``None``: not worth it).
+    def _all_cuts(self, li: int, level: Level) -> Optional[List[int]]:
+        """Every cut of a literal separator level in the whole text (``None``: not worth it).
 
-        Used for the first level only, whose parent segment is the whole text, so the
-        list equals ``level.find(text, 0, n)`` exactly; bisecting it replaces windowed
-        queries that mostly find nothing (``"\n\n\n"`` paragraphs in Markdown).
+        A one-character separator's cuts inside any parent ``[plo, phi)`` are exactly the
+        whole-text cuts strictly between ``plo`` and ``phi`` (no occurrence can straddle the
+        parent's edge), so one list serves every parent; a longer separator qualifies only as the
+        first level, whose parent is the whole text.  Taken when the separator is rare enough
+        (at most one in 16 characters; one in 256 for a longer one): bisecting the list replaces
+        windowed queries that mostly find nothing (``"\n\n\n"`` paragraphs in Markdown, lines
+        of Chinese prose).
         """
-        sep = getattr(level, "sep", None)
-        if sep is None or not isinstance(level, SeparatorLevel):
+        if not isinstance(level, SeparatorLevel):
             return None
-        if self.text.count(sep) > self.n // 256 + 8:
+        sep = level.sep
+        if len(sep) == 1:
+            limit = self.n // 16 + 8
+        elif li == 0:
+            limit = self.n // 256 + 8
+        else:
+            return None
+        if self.text.count(sep) > limit:
             return None
         return level.find(self.text, 0, self.n)
 
@@ -432,16 +441,15 @@ class _Finder:
         whose segment will be asked for next (the overlap start); the first window reaches back to
         it, so that answer comes from this query's trusted zone."""
         level = self.levels[li]
-        if li == 0:
-            if not self._first_known:
-                self._first = self._all_cuts(level)
-                self._first_known = True
-            first = self._first
-            if first is not None:
-                i = bisect.bisect_right(first, x)
-                lo = first[i - 1] if i > 0 else plo
-                hi = first[i] if i < len(first) else phi
-                return lo, hi, self.sizer.tokens(lo, hi) > budget
+        if li in self._all:
+            cuts = self._all[li]
+        else:
+            cuts = self._all[li] = self._all_cuts(li, level)
+        if cuts is not None:
+            i = bisect.bisect_right(cuts, x)
+            lo = cuts[i - 1] if i > 0 and cuts[i - 1] > plo else plo
+            hi = cuts[i] if i < len(cuts) and cuts[i] < phi else phi
+            return lo, hi, self.sizer.tokens(lo, hi) > budget
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
