@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ragloom.schema import BaseNode, Document, MetadataMode
+from ragloom.readers.base import fs_path
 
 logger = logging.getLogger(__name__)
 
@@ -399,8 +400,8 @@ class IndexService:
         matches it (``"file"``), else rebuilt from the chunks, uncovered characters as spaces, with
         the chunks' metadata exclusions (``"chunks"``)."""
         path = metadata.get("file_path")
-        if isinstance(path, str) and os.path.isfile(path):
-            doc = self._reread(path, doc_id)
+        if isinstance(path, str) and os.path.isfile(fs_path(path)):
+            doc = self._reread(fs_path(path), doc_id)
             if doc is not None and all(
                 n.start_char_idx is not None and n.end_char_idx is not None
                 and doc.text[n.start_char_idx:n.end_char_idx] == n.get_content(MetadataMode.NONE) for n in nodes

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Union
 
 from ragloom.schema import Document, MetadataMode
+from ragloom.readers.base import escaped_path, fs_path, path_text
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +107,10 @@ class IndexProgress:
 
 
 def canonical_path(path: PathLike) -> str:
-    """``path`` with symlinks resolved, as POSIX: the id of a file's document whatever spelling reached it."""
-    return Path(os.path.realpath(path)).as_posix()
+    """``path`` with symlinks resolved, as POSIX text (:func:`~ragloom.readers.base.path_text`): the id of
+    a file's document whatever spelling reached it."""
+    raw = fs_path(path) if isinstance(path, str) else os.fspath(path)
+    return path_text(Path(os.path.realpath(raw)).as_posix())
 
 
 def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None) -> Any:
@@ -276,7 +279,7 @@ class _Scope:
         path = self.file_of(doc_id)
         if not any(path == r or path.startswith(r) for r in self.roots):
             return False
-        return path in self.gone or path in self.read or not os.path.exists(path)
+        return path in self.gone or path in self.read or not os.path.exists(fs_path(path))
 
 
 def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
@@ -474,9 +477,10 @@ class _Feed:
 
 
 def display_path(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it, else as stored."""
+    """``path`` relative to the working directory when it lies below it, else as stored; bytes of a
+    name that is not UTF-8 shown as ``\\xNN`` (:func:`~ragloom.readers.base.escaped_path`)."""
     try:
         rel = os.path.relpath(path)
     except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+        return escaped_path(path)
+    return escaped_path(path if rel.startswith("..") else rel)

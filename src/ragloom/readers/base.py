@@ -9,20 +9,79 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ragloom.schema import Document
 
-__all__ = ["BaseReader", "doc_id_for", "file_path_str", "make_document"]
+__all__ = [
+    "BaseReader",
+    "doc_id_for",
+    "file_path_str",
+    "make_document",
+    "path_text",
+    "fs_path",
+    "escaped_path",
+]
+
+# A file name that is not valid UTF-8 decodes (``os.fsdecode``, PEP 383) with each undecodable byte
+# 0xNN as the lone surrogate U+DCNN, which SQLite, JSON and tokenizers reject.  Ids and metadata hold
+# U+10FENN instead (Supplementary Private Use Area-B, which real names do not use), so the path is
+# valid text and still maps back to the same bytes.
+_SURROGATE_LO, _SURROGATE_HI, _PUA_SHIFT = 0xDC80, 0xDCFF, 0x10FE00 - 0xDC00
+_PUA_LO, _PUA_HI = _SURROGATE_LO + _PUA_SHIFT, _SURROGATE_HI + _PUA_SHIFT
+
+
+def path_text(path: str) -> str:
+    """``path`` (an ``os.fsdecode`` string) as valid Unicode, losslessly: each undecodable byte
+    0xNN (lone surrogate U+DCNN) becomes U+10FENN; other lone surrogates become U+FFFD.  The
+    identity for every path that is valid UTF-8.  Inverse: :func:`fs_path`."""
+    if path.isascii():
+        return path
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        out = []
+        for ch in path:
+            o = ord(ch)
+            if _SURROGATE_LO <= o <= _SURROGATE_HI:
+                out.append(chr(o + _PUA_SHIFT))
+            elif 0xD800 <= o <= 0xDFFF:
+                out.append("\ufffd")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+
+def fs_path(text: str) -> str:
+    """The ``os.fsdecode`` string of a path stored by :func:`path_text` (U+10FENN back to the byte
+    0xNN), for opening or ``stat``-ing the file."""
+    if text.isascii() or not any(_PUA_LO <= ord(ch) <= _PUA_HI for ch in text):
+        return text
+    return "".join(chr(ord(ch) - _PUA_SHIFT) if _PUA_LO <= ord(ch) <= _PUA_HI else ch for ch in text)
+
+
+def escaped_path(text: str) -> str:
+    """A stored path for display: each byte of a name that is not UTF-8 as ``\\xNN``."""
+    if text.isascii():
+        return text
+    return "".join(f"\\x{ord(ch) - _PUA_LO + 0x80:02x}" if _PUA_LO <= ord(ch) <= _PUA_HI else ch for ch in text)
+
+
+def _os_str(file: "os.PathLike[str] | str") -> str:
+    s = os.fspath(file)
+    return fs_path(s) if isinstance(s, str) else os.fsdecode(s)
 
 
 def file_path_str(file: "os.PathLike[str] | str") -> str:
-    """Absolute POSIX form of ``file`` (not resolving symlinks): the basis of document ids."""
-    return Path(os.path.abspath(os.fspath(file))).as_posix()
+    """Absolute POSIX form of ``file`` (not resolving symlinks) as valid text (:func:`path_text`):
+    the basis of document ids and ``file_path`` metadata."""
+    return path_text(Path(os.path.abspath(_os_str(file))).as_posix())
 
 
 def doc_id_for(file: "os.PathLike[str] | str", part: Optional[int] = None) -> str:
     """Stable document id: the file's canonical absolute POSIX path (symlinks resolved, so a
     file reached through a symlinked folder — or macOS's ``/tmp`` → ``/private/tmp`` — has one
-    id), or ``f"{path}_part_{part}"`` for part ``part`` (0-based) of a file that yields several
-    documents (PDF pages, JSONL lines).  ``file_path`` metadata keeps the path as given."""
-    path = Path(os.path.realpath(os.fspath(file))).as_posix()
+    id) as valid text (:func:`path_text`), or ``f"{path}_part_{part}"`` for part ``part``
+    (0-based) of a file that yields several documents (PDF pages, JSONL lines).  ``file_path``
+    metadata keeps the path as given."""
+    path = path_text(Path(os.path.realpath(_os_str(file))).as_posix())
     return path if part is None else f"{path}_part_{part}"
 
 

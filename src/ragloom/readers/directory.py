@@ -26,7 +26,7 @@ from typing import (
 )
 
 from ragloom.errors import ReaderError
-from ragloom.readers.base import BaseReader, doc_id_for, file_path_str
+from ragloom.readers.base import BaseReader, doc_id_for, file_path_str, fs_path, path_text
 from ragloom.readers.csv_reader import CSVReader
 from ragloom.readers.docx_reader import DocxReader
 from ragloom.readers.html_reader import HTMLReader
@@ -78,12 +78,12 @@ def default_file_metadata_func(file_path: str) -> Dict[str, Any]:
     Raises:
         OSError: the file cannot be stat'ed.
     """
-    path = Path(file_path)
+    path = Path(fs_path(file_path))
     st = path.stat()
     birth = getattr(st, "st_birthtime", None)
     return {
         "file_path": file_path_str(path),
-        "file_name": path.name,
+        "file_name": path_text(path.name),
         "file_type": mimetypes.guess_type(path.name)[0],
         "file_size": st.st_size,
         "creation_date": _iso_date(birth if birth is not None else st.st_ctime),
@@ -466,7 +466,7 @@ class SimpleDirectoryReader:
 
     def load_resource(self, resource_id: str) -> List[Document]:
         """Read one file with this reader's settings (``[]`` if skipped, unless ``raise_on_error``)."""
-        docs, reason, cause = _read_one(Path(resource_id), self._ctx)
+        docs, reason, cause = _read_one(Path(fs_path(resource_id)), self._ctx)
         if reason is not None:
             self._skip(file_path_str(resource_id), reason, cause)
         return docs
