@@ -13,6 +13,8 @@ from test_properties import texts
 from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
 from ragloom.node_parser.text import engine
 from ragloom.node_parser.text.boundaries import (
+    CJK_CLAUSE_LEVEL,
+    CJK_CLAUSE_REFERENCE,
     CJK_TERMINATORS,
     CJK_TERMINATORS_REFERENCE,
     SentenceLevel,
@@ -67,6 +69,28 @@ def test_sentence_find_equals_reference(text, data):
     hi = data.draw(st.integers(lo, len(text)))
     assert level.find(text, lo, hi) == level.find_reference(text, lo, hi)
     assert level.find(text, 0, len(text)) == level.find_reference(text, 0, len(text))
+
+
+@given(text=st.one_of(any_text, st.lists(st.sampled_from(list("ab 中，、；：,;:")), max_size=300).map("".join)),
+       data=st.data())
+@settings(max_examples=300, deadline=None)
+def test_clause_level_equals_its_regex(text, data):
+    lo = data.draw(st.integers(0, len(text)))
+    hi = data.draw(st.integers(lo, len(text)))
+    assert CJK_CLAUSE_LEVEL.find(text, lo, hi) == CJK_CLAUSE_REFERENCE.find(text, lo, hi)
+
+
+def test_a_long_line_without_punctuation_is_split_whole():
+    """One line of words without punctuation (what made the clause regex quadratic: minutes for
+    250,000 characters; its time is in benchmarks/hostile.py): every chunk in budget, all covered."""
+    words = "harbour crane tide river bank stone quick brown fox".split()
+    rnd = random.Random(0)
+    text = " ".join(rnd.choice(words) for _ in range(70_000))[:400_000]
+    splitter = SentenceSplitter(chunk_size=254, chunk_overlap=31)
+    nodes = splitter.get_nodes_from_documents([Document(text=text)])
+    assert nodes[0].start_char_idx == 0 and nodes[-1].end_char_idx == len(text)
+    assert all(b.start_char_idx <= a.end_char_idx for a, b in zip(nodes, nodes[1:]))  # no gap
+    assert max(splitter.tokenizer.count_batch([n.text for n in nodes])) <= 254
 
 
 def test_real_text_regex_and_sentences(real_texts):

@@ -28,6 +28,7 @@ __all__ = [
     "SentenceLevel",
     "FunctionLevel",
     "CJK_CLAUSE_LEVEL",
+    "PunctuationRunLevel",
     "locate_pieces",
 ]
 
@@ -96,9 +97,32 @@ class RegexLevel:
         return f"RegexLevel({self.pattern!r})"
 
 
+class PunctuationRunLevel:
+    """Cut after every maximal run of ``chars`` that follows other text inside the window: the
+    cuts of ``RegexLevel(f"[^{chars}]+[{chars}]+")``, found in linear time.  (That pattern
+    backtracks over each start position when a window holds none of ``chars``: quadratic, 0.7 s
+    for one 6,000-character window of a long line without punctuation.)"""
+
+    windowed = True
+    margin = 64
+
+    def __init__(self, chars: str, name: str) -> None:
+        self.chars = chars
+        self.run = re.compile(f"[{re.escape(chars)}]+")
+        self.name = name
+
+    def find(self, text: str, lo: int, hi: int) -> List[int]:
+        return [p for m in self.run.finditer(text, lo, hi) if m.start() > lo and lo < (p := m.end()) < hi]
+
+    def __repr__(self) -> str:
+        return f"PunctuationRunLevel({self.chars!r})"
+
+
 # Chinese/Japanese clause punctuation (and ASCII ,;:), used after the secondary regex so
 # that long ，-separated Chinese sentences are cut between phrases, not mid-phrase.
-CJK_CLAUSE_LEVEL = RegexLevel(r"[^，、；：,;:]+[，、；：,;:]+", name="clause")
+CJK_CLAUSE_LEVEL = PunctuationRunLevel("，、；：,;:", name="clause")
+#: The pattern :data:`CJK_CLAUSE_LEVEL` is equivalent to (kept for the equivalence test).
+CJK_CLAUSE_REFERENCE = RegexLevel(r"[^，、；：,;:]+[，、；：,;:]+", name="clause")
 
 
 class SentenceLevel:
