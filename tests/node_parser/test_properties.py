@@ -110,6 +110,26 @@ def test_invariants(kind, tok_name, text, chunk_size, overlap_frac, metadata):
     _check(splitter, text, metadata)
 
 
+@pytest.mark.parametrize("kind", ["sentence", "token"])
+@given(text=texts(), chunk_size=st.integers(20, 60), section=st.integers(40, 400), metadata=META)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_invariants_hold_across_sections_of_a_long_text(kind, text, chunk_size, section, metadata):
+    """A text longer than SECTION_CHARS is packed section by section (bounded memory): the same
+    invariants hold, and split_spans gives the nodes' spans."""
+    from ragloom.node_parser import interface
+
+    old = interface.SECTION_CHARS
+    interface.SECTION_CHARS = section
+    try:
+        splitter = _make(kind, "hf", chunk_size, chunk_size // 4)
+        _check(splitter, text, metadata)
+        spans = [(n.start_char_idx, n.end_char_idx) for n in splitter.get_nodes_from_documents([Document(text=text)])]
+        assert spans == splitter.split_spans(text)
+        assert all(b - a <= section for a, b in interface.text_sections(text))
+    finally:
+        interface.SECTION_CHARS = old
+
+
 @given(text=texts(), chunk_size=st.integers(8, 40))
 @settings(max_examples=60, deadline=None)
 def test_split_text_within_budget_no_metadata(text, chunk_size):

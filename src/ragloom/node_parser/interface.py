@@ -16,7 +16,7 @@ import numbers
 import json
 import logging
 from abc import abstractmethod
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
@@ -312,15 +312,63 @@ class ChunkConfigMixin:
         return node_ids(ref_id, self._digest(), [(a, b)], [chunk], first=i)[0]
 
 
-def _char_batches(todo: List[Tuple[BaseNode, str]]) -> List[List[Tuple[BaseNode, str]]]:
+#: Characters of the longest piece of one document tokenized at once.  A longer text is split into
+#: sections (cut at a paragraph break, else a line break, else a space, in the last quarter of the
+#: section; else hard), each packed on its own, so memory stays bounded by the section, not the file:
+#: a 5 MB line of words took 736 MB to split whole (offsets are Python objects), 50 MB would take 7 GB.
+#: Chunks do not cross a section boundary; texts up to this size are split exactly as before.
+SECTION_CHARS = 262_144
+
+
+def text_sections(text: str, size: Optional[int] = None) -> List[Span]:
+    """``[(start, end), ...]`` covering ``text`` in order, each at most ``size`` characters
+    (default :data:`SECTION_CHARS`); one section for a text up to ``size``."""
+    size = SECTION_CHARS if size is None else size
+    n = len(text)
+    if n <= size:
+        return [(0, n)]
+    out: List[Span] = []
+    a = 0
+    while n - a > size:
+        hi = a + size
+        lo = a + size * 3 // 4
+        cut = -1
+        for sep in ("\n\n", "\n", " "):
+            i = text.rfind(sep, lo, hi)
+            if i != -1:
+                cut = i + len(sep)
+                break
+        if cut <= a:
+            cut = hi
+        out.append((a, cut))
+        a = cut
+    out.append((a, n))
+    return out
+
+
+class _Piece(NamedTuple):
+    """One section of one document: ``text[start:end]`` of the document's ``full`` text."""
+
+    doc: BaseNode
+    full: str
+    start: int
+    end: int
+    last: bool  # the document's last section
+
+    @property
+    def text(self) -> str:
+        return self.full[self.start : self.end] if (self.start, self.end) != (0, len(self.full)) else self.full
+
+
+def _char_batches(todo: List[_Piece]) -> List[List[_Piece]]:
     """``todo`` in order, cut into runs of at most :data:`_BATCH_CHARS` characters (a longer
-    document alone)."""
-    batches: List[List[Tuple[BaseNode, str]]] = []
+    section alone)."""
+    batches: List[List[_Piece]] = []
     i = 0
     while i < len(todo):
         j, size = i, 0
-        while j < len(todo) and (j == i or size + len(todo[j][1]) <= _BATCH_CHARS):
-            size += len(todo[j][1])
+        while j < len(todo) and (j == i or size + todo[j].end - todo[j].start <= _BATCH_CHARS):
+            size += todo[j].end - todo[j].start
             j += 1
         batches.append(todo[i:j])
         i = j
@@ -399,8 +447,12 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         if metadata_str is not None and metadata_str.strip():
             wrappers = [(metadata_str.strip() + "\n\n", "", MetadataMode.EMBED)]
         uniq = self._check_overhead(wrappers, None)
-        sizer = make_sizers(self.tokenizer, [text])[0]
-        return self._pack(text, sizer, uniq)
+        spans: List[Span] = []
+        for a, b in text_sections(text):
+            section = text if (a, b) == (0, len(text)) else text[a:b]
+            sizer = make_sizers(self.tokenizer, [section])[0]
+            spans.extend((x + a, y + a) for x, y in self._pack(section, sizer, uniq))
+        return spans
 
     def split_text(self, text: str) -> List[str]:
         return [text[a:b] for a, b in self.split_spans(text)]
@@ -421,17 +473,18 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
     ) -> List[BaseNode]:
         from ragloom.node_parser.text.engine import make_sizers
 
-        todo: List[Tuple[BaseNode, str]] = []
+        todo: List[_Piece] = []
         for doc in documents:
             text = doc.get_content(MetadataMode.NONE)
             if text and not text.isspace():
-                todo.append((doc, text))
+                sections = text_sections(text)
+                todo.extend(_Piece(doc, text, a, b, k == len(sections) - 1) for k, (a, b) in enumerate(sections))
         result: List[BaseNode] = []
         bar = None
         if show_progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(todo), desc="Parsing nodes")
+            bar = tqdm(total=sum(p.last for p in todo), desc="Parsing nodes")
         # Tokenize small batches of documents in a background thread a few batches ahead of this
         # thread, which packs and builds nodes, when the tokenizer releases the GIL (Hugging Face
         # tokenizers): small batches let packing start early, so the two overlap on two or more
@@ -440,22 +493,28 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         batches = _char_batches(todo)
         if not batches:
             return result
+        # the spans and metadata wrappers of the document being packed, section by section
+        spans: List[Span] = []
+        uniq: List[Tuple[str, str]] = []
 
-        def handle(batch: List[Tuple[BaseNode, str]], sizers: list) -> None:
-            for (doc, text), sizer in zip(batch, sizers, strict=True):
-                if self.include_metadata:
-                    wrappers = _wrappers_for(doc)
-                else:
-                    wrappers = [("", "", MetadataMode.NONE)]
-                uniq = self._check_overhead(wrappers, doc)
-                spans = self._pack(text, sizer, uniq)
-                result.extend(self._build_nodes(doc, text, spans))
-                if bar is not None:
-                    bar.update(1)
+        def handle(batch: List[_Piece], sizers: list) -> None:
+            nonlocal spans, uniq
+            for piece, sizer in zip(batch, sizers, strict=True):
+                if piece.start == 0:
+                    wrappers = _wrappers_for(piece.doc) if self.include_metadata else [("", "", MetadataMode.NONE)]
+                    uniq = self._check_overhead(wrappers, piece.doc)
+                    spans = []
+                shift = piece.start
+                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq))
+                if piece.last:
+                    result.extend(self._build_nodes(piece.doc, piece.full, spans))
+                    spans = []
+                    if bar is not None:
+                        bar.update(1)
 
         if len(batches) == 1 or not self.tokenizer.releases_gil:
             for batch in batches:
-                handle(batch, make_sizers(self.tokenizer, [t for _, t in batch]))
+                handle(batch, make_sizers(self.tokenizer, [p.text for p in batch]))
         else:
             from collections import deque
             from concurrent.futures import ThreadPoolExecutor
@@ -465,7 +524,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
                 nxt = 0
                 for batch in batches:
                     while nxt < len(batches) and len(pending) < _AHEAD:
-                        pending.append(pool.submit(make_sizers, self.tokenizer, [t for _, t in batches[nxt]]))
+                        pending.append(pool.submit(make_sizers, self.tokenizer, [p.text for p in batches[nxt]]))
                         nxt += 1
                     handle(batch, pending.popleft().result())
         if bar is not None:
