@@ -60,3 +60,32 @@ def test_index_query_rerun_and_delete_with_undecodable_names(tmp_path):
     os.remove(files[0])
     gone = json.loads(run.invoke(cli, ["index", str(root), "--index-dir", idx, "--json", "--no-progress"]).stdout)
     assert gone["documents"]["deleted"] == 1 and gone["documents"]["in_index"] == 2
+
+
+def test_special_and_oversized_files_are_reported_not_read(tmp_path):
+    """A FIFO (opening it would block), a symlink loop, a sparse file over the size limit and a
+    normal file: one document, every other file listed with its reason."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "ok.txt").write_text("Tides and harbour cranes. " * 20)
+    os.mkfifo(root / "pipe.txt")
+    os.symlink(root / "loop_b.txt", root / "loop_a.txt")
+    os.symlink(root / "loop_a.txt", root / "loop_b.txt")
+    with open(root / "sparse.txt", "wb") as f:  # 3 GB apparent size, no blocks written
+        f.truncate(3 * 2**30)
+    big = root / "big.txt"
+    big.write_text("word " * 300_000)  # 1.5 MB
+    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--json",
+                                   "--no-progress", "--max-file-size", "1"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    reasons = {os.path.basename(x["path"]): x["reason"] for x in s["skipped"]}
+    assert s["documents"]["added"] == 1 and set(reasons) == {"pipe.txt", "loop_a.txt", "loop_b.txt", "sparse.txt",
+                                                              "big.txt"}, reasons
+    assert reasons["pipe.txt"] == "not a regular file"
+    assert "symbolic links" in reasons["loop_a.txt"]
+    assert reasons["sparse.txt"].startswith("too large: 3072 MB is over the 1.0 MB limit")
+    assert "--max-file-size" in reasons["big.txt"]
+    with_limit_off = CliRunner().invoke(cli, ["index", str(big), "--index-dir", str(tmp_path / "idx2"), "--json",
+                                              "--no-progress", "--max-file-size", "0"])
+    assert json.loads(with_limit_off.stdout)["documents"]["added"] == 1

@@ -16,7 +16,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               exclude: Optional[List[str]] = None, recursive: bool = True, full: bool = False,
               embed_model: str = "default", show_progress: bool = True,
               include_hidden: bool = False, files_per_batch: int = 32,
-              wait: bool = False, parser: str = "auto") -> Dict[str, Any]:
+              wait: bool = False, parser: str = "auto",
+              max_file_size: Optional[int] = 100 * 2**20) -> Dict[str, Any]:
     """``ragloom index``: one call of :func:`ragloom.ingestion.paths.index_paths`; returns its summary
     as a dict (:meth:`IndexSummary.to_dict <ragloom.ingestion.paths.IndexSummary.to_dict>`).
 
@@ -37,7 +38,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
             paths, index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, required_exts=required_exts,
             exclude=exclude, recursive=recursive, full=full, embed_model=embed_model,
             show_progress=show_progress, include_hidden=include_hidden, files_per_batch=files_per_batch,
-            wait=wait, on_wait=told, parser=parser,
+            wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size,
         )
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None

@@ -90,10 +90,12 @@ def _echo_json(data: Any) -> None:
 @click.option("--parser", type=click.Choice(["sentence", "auto"]), default="auto", show_default=True,
               help="'auto': by file type (Markdown and code parsers, sentence splitting for the rest); "
                    "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
+@click.option("--max-file-size", type=click.FloatRange(min=0), default=100, show_default=True,
+              help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, fast: bool, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
-              parser: str) -> None:
+              parser: str, max_file_size: float) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
@@ -116,6 +118,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
         include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
+        max_file_size=int(max_file_size * 2**20) or None,
     )
     if as_json:
         _echo_json(summary)

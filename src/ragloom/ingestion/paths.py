@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, fs_path, path_text
+from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -143,18 +144,20 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
 
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
-             exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]]) -> List[Any]:
+             exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]],
+             max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> List[Any]:
     from ragloom.readers import SimpleDirectoryReader
 
     readers = []
     files = [p for p in paths if p.is_file()]
     if files:
-        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within))
+        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within,
+                                             max_file_size=max_file_size))
     for p in paths:
         if p.is_dir():
             readers.append(SimpleDirectoryReader(
                 input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
-                exclude_hidden=not include_hidden, within=within,
+                exclude_hidden=not include_hidden, within=within, max_file_size=max_file_size,
             ))
     return readers
 
@@ -210,6 +213,7 @@ def index_paths(
     parser: str = DEFAULT_PARSER,
     on_progress: Optional[Callable[[IndexProgress], None]] = None,
     within: Optional[Sequence[PathLike]] = None,
+    max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -233,6 +237,8 @@ def index_paths(
       every committed batch (the same object, updated; copy what you keep).
     - ``parser``: ``"sentence"`` or ``"auto"`` (route by file type), see
       :func:`~ragloom.settings.default_node_parser`.
+    - ``max_file_size``: files larger than this many bytes are skipped unread and reported
+      (default 100 MiB; ``None``: any size), as ``SimpleDirectoryReader(max_file_size=)``.
 
     Raises:
         ValueError: bad ``chunk_size`` / ``chunk_overlap`` (checked before anything is created) or
@@ -250,7 +256,7 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
-            on_progress, within,
+            on_progress, within, max_file_size,
         )
     finally:
         lock.release()
@@ -287,7 +293,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   embed_model: Any, show_progress: bool, include_hidden: bool,
                   files_per_batch: int, parser: str,
                   report: Optional[Callable[[IndexProgress], None]],
-                  within: Optional[Sequence[PathLike]] = None) -> IndexSummary:
+                  within: Optional[Sequence[PathLike]] = None,
+                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
     from ragloom.settings import default_node_parser
 
@@ -322,7 +329,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         disable_cache=True,
     )
 
-    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within)
+    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, max_file_size)
     scope = _Scope(paths, index.docstore)
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report)
     logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)

@@ -122,6 +122,7 @@ class _Context:
     extractors: Dict[str, BaseReader]
     fallback: BaseReader
     file_metadata: Optional[Callable[[str], Dict[str, Any]]]
+    max_file_size: Optional[int] = None
 
     def reader_for(self, path: Path) -> BaseReader:
         name = path.name.lower()
@@ -146,8 +147,19 @@ UNSUPPORTED_FORMATS = {
 _Skip = Tuple[str, Optional[BaseException]]
 
 
-def _stat_skip(path: Path) -> Optional[_Skip]:
-    """``(reason, cause)`` when ``path`` is not a non-empty regular file, else ``None``."""
+#: Default of ``SimpleDirectoryReader(max_file_size=)`` and ``ragloom index --max-file-size``: 100 MiB.
+#: A bigger file is skipped unread (a 200 MB text file is about 180,000 chunks: hours of CPU
+#: embedding), with a reason naming the way to read it anyway.
+DEFAULT_MAX_FILE_SIZE = 100 * 2**20
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB" if size < 10 * 2**20 else f"{size / 2**20:.0f} MB"
+
+
+def _stat_skip(path: Path, max_size: Optional[int] = None) -> Optional[_Skip]:
+    """``(reason, cause)`` when ``path`` is not a non-empty regular file of at most ``max_size``
+    bytes, else ``None``.  FIFOs, sockets and devices are never opened (``stat`` only)."""
     try:
         st = os.stat(path)
     except FileNotFoundError as exc:
@@ -160,6 +172,9 @@ def _stat_skip(path: Path) -> Optional[_Skip]:
         return "not a regular file", None
     if st.st_size == 0:
         return REASON_EMPTY, None
+    if max_size is not None and st.st_size > max_size:
+        return (f"too large: {_mb(st.st_size)} is over the {_mb(max_size)} limit "
+                "(max_file_size=, ragloom index --max-file-size)"), None
     return None
 
 
@@ -187,7 +202,7 @@ def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) ->
 def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
     """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
     spath = file_path_str(path)
-    skip = _stat_skip(path)
+    skip = _stat_skip(path, ctx.max_file_size)
     if skip is not None:
         return [], skip[0], skip[1]
     try:
@@ -303,6 +318,9 @@ class SimpleDirectoryReader:
             these folders; a file elsewhere (a symlink pointing out) is skipped and reported.
             ``None`` (default): no confinement.  ``ragloom serve`` passes its ``--allow-root``
             folders.  (Not in LlamaIndex.)
+        max_file_size: skip (and report) files larger than this many bytes, unread; default
+            :data:`DEFAULT_MAX_FILE_SIZE` (100 MiB), ``None`` for no limit.  (Not in LlamaIndex,
+            which reads any size.)
 
     Every skipped file (binary, empty or whitespace-only, encrypted or scanned PDF,
     permission denied, corrupt …) is logged and listed in :attr:`report` with its reason.
@@ -310,7 +328,7 @@ class SimpleDirectoryReader:
 
     Raises:
         ValueError: both or neither of ``input_dir``/``input_files``; ``num_files_limit``
-            not a positive int; unknown ``errors`` handler or ``encoding``; bad
+            or ``max_file_size`` not a positive int; unknown ``errors`` handler or ``encoding``; bad
             ``exclude``/``required_exts``/``file_extractor``.
         FileNotFoundError: ``input_dir`` or one of ``input_files`` does not exist.
         NotADirectoryError: ``input_dir`` is not a folder.
@@ -333,6 +351,7 @@ class SimpleDirectoryReader:
         raise_on_error: bool = False,
         show_progress: bool = False,
         within: Optional[Sequence[PathLike]] = None,
+        max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
         if (input_dir is None) == (input_files is None):
             raise ValueError("give exactly one of input_dir and input_files")
@@ -341,6 +360,10 @@ class SimpleDirectoryReader:
             isinstance(num_files_limit, bool) or not isinstance(num_files_limit, int) or num_files_limit <= 0
         ):
             raise ValueError(f"num_files_limit must be a positive int or None; got {num_files_limit!r}")
+        if max_file_size is not None and (
+            isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size <= 0
+        ):
+            raise ValueError(f"max_file_size must be a positive int (bytes) or None; got {max_file_size!r}")
         if isinstance(exclude, str):
             exclude = [exclude]
         if isinstance(required_exts, str):
@@ -371,6 +394,7 @@ class SimpleDirectoryReader:
             None if required_exts is None else [("." + e.lstrip(".")).lower() for e in required_exts]
         )
         self.num_files_limit = num_files_limit
+        self.max_file_size = max_file_size
         self.file_metadata = file_metadata
         self.raise_on_error = raise_on_error
         self.show_progress = show_progress
@@ -378,7 +402,7 @@ class SimpleDirectoryReader:
         for ext, rdr in (file_extractor or {}).items():
             extractors[("." + ext.lstrip(".")).lower()] = rdr
         self.file_extractor: Dict[str, BaseReader] = extractors
-        self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata)
+        self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata, max_file_size)
         self._report = ReadReport()
         self._listing_skips: List[FileSkipped] = []
         self.within: Optional[List[Path]] = (
