@@ -98,7 +98,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
               parser: str, max_file_size: float) -> None:
     """Index files and folders PATH... into --index-dir.
 
-    Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF and DOCX (encodings
+    Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml) and RTF (encodings
     detected, GBK/GB18030 included), splits them into chunks that fit the embedding
     model, embeds and stores them. Unreadable files are skipped and listed with the
     reason. Running it again only processes new or changed files and removes the

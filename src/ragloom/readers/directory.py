@@ -29,9 +29,11 @@ from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, doc_id_for, file_path_str, fs_path, path_text
 from ragloom.readers.csv_reader import CSVReader
 from ragloom.readers.docx_reader import DocxReader
+from ragloom.readers.email_reader import EmailReader
 from ragloom.readers.html_reader import HTMLReader
 from ragloom.readers.json_reader import JSONReader
 from ragloom.readers.pdf import PDFReader
+from ragloom.readers.rtf_reader import RTFReader
 from ragloom.readers.report import FileRead, FileSkipped, ReadReport
 from ragloom.readers.text import REASON_BINARY, REASON_EMPTY, TextReader
 from ragloom.schema import Document
@@ -112,6 +114,8 @@ def default_file_extractor(encoding: Optional[str] = None, errors: str = "strict
         ".ndjson": json_reader,
         ".csv": csv_reader,
         ".tsv": csv_reader,
+        ".eml": EmailReader(),
+        ".rtf": RTFReader(),
     }
 
 
