@@ -89,3 +89,18 @@ def test_special_and_oversized_files_are_reported_not_read(tmp_path):
     with_limit_off = CliRunner().invoke(cli, ["index", str(big), "--index-dir", str(tmp_path / "idx2"), "--json",
                                               "--no-progress", "--max-file-size", "0"])
     assert json.loads(with_limit_off.stdout)["documents"]["added"] == 1
+
+
+def test_a_chunk_size_too_small_for_the_path_fails_before_reading_and_an_empty_folder_warns(tmp_path, caplog):
+    root, _ = _folder(tmp_path)
+    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--chunk-size", "16",
+                                   "--no-progress"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "leaves" in res.output and "use --chunk-size" in res.output, res.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with caplog.at_level("WARNING"):
+        ok = CliRunner().invoke(cli, ["index", str(empty), "--index-dir", str(tmp_path / "idx2"), "--json",
+                                      "--no-progress"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["files_total"] == 0
+    assert any("no files to index" in r.getMessage() for r in caplog.records)

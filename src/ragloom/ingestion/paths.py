@@ -262,6 +262,31 @@ def index_paths(
         lock.release()
 
 
+#: The fewest tokens of text a chunk must have room for beside the metadata embedded with it
+#: (the file path); below that ``ragloom index`` refuses to start instead of skipping every file.
+MIN_TEXT_TOKENS = 16
+
+
+def _check_room_for_text(splitter: Any, readers: Sequence[Any]) -> None:
+    """Raise ``ValueError`` before any file is read when ``splitter.chunk_size`` leaves fewer than
+    :data:`MIN_TEXT_TOKENS` tokens of text beside the longest file paths to be embedded."""
+    size = splitter.chunk_size
+    if not size:
+        return
+    longest = sorted((p for r in readers for p in r.list_resources()), key=len)[-8:]
+    if not longest:
+        return
+    tok = splitter.tokenizer
+    used, path = max((tok.count(Document(text="x", metadata={"file_path": p}).get_metadata_str(MetadataMode.EMBED)
+                                + "\n\n"), p) for p in longest)
+    if size - used < MIN_TEXT_TOKENS:
+        raise ValueError(
+            f"chunk_size {size} (--chunk-size) leaves {max(size - used, 0)} tokens of text per chunk: the file path "
+            f"embedded with each chunk takes {used} tokens ({display_path(path)}); use --chunk-size "
+            f"{used + 64} or more"
+        )
+
+
 class _Scope:
     """Which stored documents a run may delete: below the indexed paths, and gone or without text."""
 
@@ -330,9 +355,13 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     )
 
     readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, max_file_size)
+    _check_room_for_text(splitter, readers)
     scope = _Scope(paths, index.docstore)
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report)
     logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)
+    if not feed.progress.files_total:
+        logger.warning("no files to index under %s (check the paths, required_exts / --ext and exclude / --exclude)",
+                       ", ".join(display_path(str(p)) for p in paths))
     try:
         stats = pipeline.run_batches(feed.batches(), force=full or (rechunk and legacy), delete_scope=scope,
                                      progress_callback=feed.on_event, store_doc_text=False)
