@@ -162,3 +162,15 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="language"):
         BM25Retriever.from_defaults(nodes=nodes, language="klingon")
     assert brute_force_bm25("tea", DOCS)  # the reference itself finds something
+
+
+def test_an_empty_docstore_raises_naming_index():
+    """The default SQLite store keeps nodes out of the docstore: docstore=index.docstore used to
+    give a retriever that silently found nothing."""
+    from ragloom import Document, VectorStoreIndex
+
+    index = VectorStoreIndex.from_documents([Document(text="harbour cranes lift containers")])
+    with pytest.raises(ValueError, match="pass index="):
+        BM25Retriever.from_defaults(docstore=index.docstore)
+    hits = BM25Retriever.from_defaults(index=index).retrieve("cranes")
+    assert hits and "cranes" in hits[0].node.text

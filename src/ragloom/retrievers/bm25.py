@@ -260,7 +260,8 @@ class BM25Retriever(BaseRetriever):
 
         Raises:
             ValueError: not exactly one source given, an index with neither a keyword table nor
-                nodes in its docstore, a bad ``similarity_top_k`` or an unsupported option.
+                nodes in its docstore, an empty ``docstore`` (name ``index=`` instead), a bad
+                ``similarity_top_k`` or an unsupported option.
         """
         _check_compat_args(stemmer, language, skip_stemming, token_pattern, kwargs.pop("existing_bm25", None))
         if sum(x is not None for x in (index, nodes, docstore)) != 1:
@@ -279,6 +280,13 @@ class BM25Retriever(BaseRetriever):
                 )
         if docstore is not None:
             nodes = list(docstore.docs.values())
+            if not nodes:
+                # the default store keeps nodes with their vectors, not in the docstore: an empty
+                # snapshot would silently find nothing
+                raise ValueError(
+                    "the docstore holds no nodes (an index on the default SQLite store keeps them in its vector "
+                    "store); pass index=<the index> to search its keyword table, or nodes=..."
+                )
         return cls(nodes=list(nodes or []), **common)
 
     @classmethod
