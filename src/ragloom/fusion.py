@@ -138,7 +138,8 @@ def _scaled_fusion(
         span = high - low
         for key, s in best.items():
             if span > 0.0:
-                norm = (s - low) / span
+                # clipped: a score past mean ± 3 std (an outlier among 11 or more) would leave [0, 1]
+                norm = min(1.0, max(0.0, (s - low) / span))
             else:
                 norm = 1.0 if high > 0.0 else 0.0
             totals.setdefault(key, []).append(weight * norm)
@@ -160,7 +161,8 @@ def relative_score_fusion(
 def dist_based_score_fusion(
     rankings: Sequence[Ranking], weights: Optional[Sequence[float]] = None
 ) -> List[Tuple[K, float]]:
-    """Scale each list by its mean ± 3 std onto about [0, 1], weight and sum (Mazzeschi 2023).
+    """Scale each list by its mean ± 3 std onto [0, 1] (a score beyond them clipped), weight and
+    sum (Mazzeschi 2023), so fused scores stay within [0, sum of weights].
 
     Raises:
         ValueError: ``weights`` of the wrong length or with negative / non-finite entries.
