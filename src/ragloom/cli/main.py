@@ -92,10 +92,12 @@ def _echo_json(data: Any) -> None:
                    "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
 @click.option("--max-file-size", type=click.FloatRange(min=0), default=100, show_default=True,
               help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
+@click.option("--keep-junk", is_flag=True,
+              help="Also index chunks that are mostly base64, hex or control words (left out and listed by default).")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, fast: bool, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
-              parser: str, max_file_size: float) -> None:
+              parser: str, max_file_size: float, keep_junk: bool) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml) and RTF (encodings
@@ -118,7 +120,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
         include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
-        max_file_size=int(max_file_size * 2**20) or None,
+        max_file_size=int(max_file_size * 2**20) or None, keep_junk=keep_junk,
     )
     if as_json:
         _echo_json(summary)
@@ -135,6 +137,13 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
         click.echo(f"    - {item['path']}: {item['reason']}")
     if len(s["skipped"]) > 50:
         click.echo(f"    … and {len(s['skipped']) - 50} more (use --json for the full list)")
+    junk = s.get("junk") or []
+    if junk:
+        click.echo(f"  junk left out   {sum(j['chunks'] for j in junk)} chunks of {len(junk)} files "
+                   "(mostly base64, hex or control words; --keep-junk indexes them)")
+        for j in junk[:10]:
+            kinds = ", ".join(f"{n} {k}" for k, n in j["kinds"].items())
+            click.echo(f"    - {j['path']}: {kinds}")
     d = s["documents"]
     click.echo(f"  documents read  {d['read']} ({d['added']} added, {d['updated']} updated, "
                f"{d['unchanged']} unchanged); {d['deleted']} removed; {d['in_index']} in the index")

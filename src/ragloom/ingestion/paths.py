@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, fs_path, path_text
+from ragloom.ingestion.junk import JunkFilter
 from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE
 
 logger = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class IndexSummary:
     embed_cache: Optional[Dict[str, int]]
     seconds: float
     parser: str = DEFAULT_PARSER
+    #: chunks left out as junk, per file: ``[{"path", "chunks", "kinds": {kind: count}}]``
+    junk: List[Dict[str, Any]] = field(default_factory=list)
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -214,6 +217,7 @@ def index_paths(
     on_progress: Optional[Callable[[IndexProgress], None]] = None,
     within: Optional[Sequence[PathLike]] = None,
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+    keep_junk: bool = False,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -239,6 +243,9 @@ def index_paths(
       :func:`~ragloom.settings.default_node_parser`.
     - ``max_file_size``: files larger than this many bytes are skipped unread and reported
       (default 100 MiB; ``None``: any size), as ``SimpleDirectoryReader(max_file_size=)``.
+    - Chunks that are mostly base64, hex or control words (:func:`~ragloom.ingestion.junk.junk_kind`)
+      are left out and listed per file in ``junk`` (``[{"path", "chunks", "kinds"}]``), unless
+      ``keep_junk``.
 
     Raises:
         ValueError: bad ``chunk_size`` / ``chunk_overlap`` (checked before anything is created) or
@@ -256,29 +263,30 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
-            on_progress, within, max_file_size,
+            on_progress, within, max_file_size, keep_junk,
         )
     finally:
         lock.release()
 
 
-#: The fewest tokens of text a chunk must have room for beside the metadata embedded with it
-#: (the file path); below that ``ragloom index`` refuses to start instead of skipping every file.
+#: The fewest tokens of text a chunk must have room for beside the metadata embedded with it (the
+#: file path): when even the shortest path leaves less, every file would be skipped, so ``ragloom
+#: index`` refuses to start instead.  (A single deep path is skipped alone, with its reason.)
 MIN_TEXT_TOKENS = 16
 
 
 def _check_room_for_text(splitter: Any, readers: Sequence[Any]) -> None:
     """Raise ``ValueError`` before any file is read when ``splitter.chunk_size`` leaves fewer than
-    :data:`MIN_TEXT_TOKENS` tokens of text beside the longest file paths to be embedded."""
+    :data:`MIN_TEXT_TOKENS` tokens of text beside even the shortest file path to be embedded."""
     size = splitter.chunk_size
     if not size:
         return
-    longest = sorted((p for r in readers for p in r.list_resources()), key=len)[-8:]
-    if not longest:
+    shortest = sorted((p for r in readers for p in r.list_resources()), key=len)[:8]
+    if not shortest:
         return
     tok = splitter.tokenizer
-    used, path = max((tok.count(Document(text="x", metadata={"file_path": p}).get_metadata_str(MetadataMode.EMBED)
-                                + "\n\n"), p) for p in longest)
+    used, path = min((tok.count(Document(text="x", metadata={"file_path": p}).get_metadata_str(MetadataMode.EMBED)
+                                + "\n\n"), p) for p in shortest)
     if size - used < MIN_TEXT_TOKENS:
         raise ValueError(
             f"chunk_size {size} (--chunk-size) leaves {max(size - used, 0)} tokens of text per chunk: the file path "
@@ -319,7 +327,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   files_per_batch: int, parser: str,
                   report: Optional[Callable[[IndexProgress], None]],
                   within: Optional[Sequence[PathLike]] = None,
-                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> IndexSummary:
+                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE, keep_junk: bool = False) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
     from ragloom.settings import default_node_parser
 
@@ -343,8 +351,9 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     if rechunk:
         logger.info("chunking configuration changed: re-chunking every document")
 
+    junk = None if keep_junk else JunkFilter()
     pipeline = IngestionPipeline(
-        transformations=[splitter, model],
+        transformations=[splitter, model] if junk is None else [splitter, junk, model],
         docstore=index.docstore,
         vector_store=index.vector_store,
         docstore_strategy=DocstoreStrategy.UPSERTS_AND_DELETE,
@@ -374,6 +383,13 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         skipped.append({"path": display_path(where), "reason": f"cannot be split: {failure.message}",
                         "transient": False})
 
+    junk_files: Dict[str, Dict[str, Any]] = {}
+    for ref, path, kind in junk.dropped if junk is not None else []:
+        entry = junk_files.setdefault(path or ref or "?", {"path": display_path(path or ref or "?"), "chunks": 0,
+                                                            "kinds": {}})
+        entry["chunks"] += 1
+        entry["kinds"][kind] = entry["kinds"].get(kind, 0) + 1
+
     if struct.node_parser != config:
         struct.node_parser = config
         index.storage_context.index_store.add_index_struct(struct)
@@ -401,6 +417,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
+        junk=list(junk_files.values()),
         extra={"ann": ann} if ann else {},
     )
 

@@ -1,5 +1,6 @@
-"""File names that are not UTF-8 (any bytes but ``/`` and NUL are legal on POSIX): read, stored as
-valid text, shown escaped, and tracked across runs like any other file."""
+"""Hostile input through `ragloom index`: file names that are not UTF-8 (any bytes but ``/`` and NUL
+are legal on POSIX), FIFOs, symlink loops, sparse and oversized files, junk chunks (base64, hex), a
+chunk size too small for the metadata and an empty folder: reported, never a crash."""
 
 from __future__ import annotations
 
@@ -104,3 +105,34 @@ def test_a_chunk_size_too_small_for_the_path_fails_before_reading_and_an_empty_f
                                       "--no-progress"])
     assert ok.exit_code == 0 and json.loads(ok.stdout)["files_total"] == 0
     assert any("no files to index" in r.getMessage() for r in caplog.records)
+
+
+def test_junk_chunks_are_left_out_and_listed_unless_kept(tmp_path):
+    import base64
+
+    from ragloom.ingestion.junk import junk_kind
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    blob = base64.b64encode(bytes(range(256)) * 30).decode()
+    (root / "mail-dump.txt").write_text("Attached image follows.\n" + "\n".join(
+        blob[i:i + 76] for i in range(0, len(blob), 76)))
+    (root / "hexdump.txt").write_text((bytes(range(256)) * 8).hex())
+    (root / "prose.txt").write_text("Harbour cranes lift containers at the tide. " * 60)
+    (root / "chinese.txt").write_text("孙悟空在花果山水帘洞里称王，众猴拜他为美猴王。" * 40)
+    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--json",
+                                   "--no-progress"])
+    s = json.loads(res.stdout)
+    junk = {os.path.basename(j["path"]): j["kinds"] for j in s["junk"]}
+    assert set(junk) == {"mail-dump.txt", "hexdump.txt"} and "base64" in junk["mail-dump.txt"]
+    assert "hex" in junk["hexdump.txt"]
+    from ragloom.storage.sqlite import SQLiteDatabase
+
+    db = SQLiteDatabase(tmp_path / "idx" / "ragloom.sqlite", create=False)
+    texts = [json.loads(n)["text"] for (n,) in db.execute("SELECT node FROM vs_default_nodes")]
+    db.close()
+    assert texts and not any(junk_kind(t) for t in texts)
+    assert any("Harbour" in t for t in texts) and any("孙悟空" in t for t in texts)
+    kept = json.loads(CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx2"), "--json",
+                                               "--no-progress", "--keep-junk"]).stdout)
+    assert kept["junk"] == [] and kept["nodes_written"] > s["nodes_written"]
