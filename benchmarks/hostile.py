@@ -37,7 +37,8 @@ t0, c0 = time.perf_counter(), time.process_time()
 nodes = splitter.get_nodes_from_documents([Document(text=text, id_="line")])
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 print(json.dumps({"mb": mb, "chunks": len(nodes), "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-                  "rss_before_mb": before // 1024, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                  "rss_before_mb": before // 1024,
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
                   "covered": nodes[-1].end_char_idx == len(text)}))
 """
 

@@ -100,10 +100,11 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
               parser: str, max_file_size: float, keep_junk: bool) -> None:
     """Index files and folders PATH... into --index-dir.
 
-    Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml) and RTF (encodings
-    detected, GBK/GB18030 included), splits them into chunks that fit the embedding
-    model, embeds and stores them. Unreadable files are skipped and listed with the
-    reason. Running it again only processes new or changed files and removes the
+    Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml),
+    RTF, and PPTX/XLSX with ragloom[office] (encodings detected, GBK/GB18030 included),
+    splits them into chunks that fit the embedding model, embeds and stores them.
+    Unreadable files, and chunks that are mostly base64 or hex, are skipped and listed
+    with the reason. Running it again only processes new or changed files and removes the
     documents of deleted files; an interrupted run is finished by the next one.
     """
     from ragloom.cli.indexing import run_index

@@ -32,6 +32,7 @@ from ragloom.readers.docx_reader import DocxReader
 from ragloom.readers.email_reader import EmailReader
 from ragloom.readers.html_reader import HTMLReader
 from ragloom.readers.json_reader import JSONReader
+from ragloom.readers.office import PptxReader, XlsxReader, office_available
 from ragloom.readers.pdf import PDFReader
 from ragloom.readers.rtf_reader import RTFReader
 from ragloom.readers.report import FileRead, FileSkipped, ReadReport
@@ -116,6 +117,7 @@ def default_file_extractor(encoding: Optional[str] = None, errors: str = "strict
         ".tsv": csv_reader,
         ".eml": EmailReader(),
         ".rtf": RTFReader(),
+        **({".pptx": PptxReader(), ".xlsx": XlsxReader(), ".xlsm": XlsxReader()} if office_available() else {}),
     }
 
 
@@ -142,9 +144,12 @@ class _Context:
 #: Binary document formats ragloom has no reader for yet: reported as "unsupported format"
 #: rather than "binary file", so users know the file was recognised, not misread.
 UNSUPPORTED_FORMATS = {
-    ".pptx": "PowerPoint", ".ppt": "PowerPoint", ".xlsx": "Excel", ".xls": "Excel", ".doc": "Word 97-2003",
-    ".odt": "OpenDocument text", ".ods": "OpenDocument spreadsheet", ".odp": "OpenDocument presentation",
-    ".epub": "EPUB", ".msg": "Outlook message", ".zip": "ZIP archive",
+    ".pptx": "PowerPoint; install ragloom[office] to read it", ".ppt": "PowerPoint 97-2003; convert it to PPTX",
+    ".xlsx": "Excel; install ragloom[office] to read it", ".xlsm": "Excel; install ragloom[office] to read it",
+    ".xls": "Excel 97-2003; convert it to XLSX", ".doc": "Word 97-2003; convert it to DOCX",
+    ".odt": "OpenDocument text; no reader yet", ".ods": "OpenDocument spreadsheet; no reader yet",
+    ".odp": "OpenDocument presentation; no reader yet", ".epub": "EPUB; no reader yet",
+    ".msg": "Outlook message; no reader yet", ".zip": "ZIP archive; no reader yet",
 }
 
 
@@ -189,7 +194,7 @@ def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) ->
     except ReaderError as exc:
         ext = path.suffix.lower()
         if exc.reason == REASON_BINARY and ext in UNSUPPORTED_FORMATS:
-            return f"unsupported format ({UNSUPPORTED_FORMATS[ext]}; no reader for {ext} yet)", exc
+            return f"unsupported format ({UNSUPPORTED_FORMATS[ext]})", exc
         return exc.reason, exc
     except PermissionError as exc:
         return "permission denied", exc
