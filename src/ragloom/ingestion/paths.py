@@ -344,14 +344,16 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     # Indexes written before fingerprints held the configuration recorded it in the index struct:
     # a differing record means a re-chunk (fingerprints detect it by themselves from then on).
     struct = index.index_struct
-    config = dict(splitter.to_config(), fingerprinted=True)
+    junk = None if keep_junk else JunkFilter()
+    # recorded so that load_index_from_storage rebuilds the same steps (and fingerprints) for a refresh
+    config: Dict[str, Any] = (dict(splitter.to_config(), fingerprinted=True) if junk is None else
+                              {"transformations": [splitter.to_config(), junk.to_config()], "fingerprinted": True})
     recorded = dict(struct.node_parser or {})
     legacy = bool(recorded) and not recorded.get("fingerprinted")
     rechunk = bool(recorded) and recorded != config
     if rechunk:
         logger.info("chunking configuration changed: re-chunking every document")
 
-    junk = None if keep_junk else JunkFilter()
     pipeline = IngestionPipeline(
         transformations=[splitter, model] if junk is None else [splitter, junk, model],
         docstore=index.docstore,

@@ -92,8 +92,8 @@ def node_parser_from_config(config: Dict[str, Any], embed_model: Any = None) -> 
 
 def transformations_from_config(recorded: Dict[str, Any], embed_model: Any = None) -> Optional[List[Any]]:
     """The transformations an index recorded in its ``node_parser`` field (``{"transformations":
-    [config, ...]}``, or one parser's config as ``ragloom index`` writes it), or ``None`` when any
-    of them cannot be rebuilt."""
+    [config, ...]}`` — ``ragloom index`` writes its parser and its junk filter so — or one parser's
+    config), or ``None`` when any of them cannot be rebuilt."""
     if not recorded:
         return None
     configs = recorded.get("transformations") if "transformations" in recorded else [recorded]
@@ -101,6 +101,14 @@ def transformations_from_config(recorded: Dict[str, Any], embed_model: Any = Non
         return None
     out = []
     for cfg in configs:
+        if isinstance(cfg, dict) and cfg.get("class_name") == "JunkFilter":  # ragloom index's junk step
+            from ragloom.ingestion.junk import JunkFilter
+
+            step = JunkFilter()
+            if step.to_config() != cfg:
+                return None
+            out.append(step)
+            continue
         parser = node_parser_from_config(cfg, embed_model) if isinstance(cfg, dict) else None
         if parser is None:
             return None
