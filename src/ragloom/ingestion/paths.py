@@ -275,14 +275,13 @@ def index_paths(
 MIN_TEXT_TOKENS = 16
 
 
-def _check_room_for_text(splitter: Any, readers: Sequence[Any]) -> None:
+def _check_room_for_text(splitter: Any, listed: Sequence[str]) -> None:
     """Raise ``ValueError`` before any file is read when ``splitter.chunk_size`` leaves fewer than
-    :data:`MIN_TEXT_TOKENS` tokens of text beside even the shortest file path to be embedded."""
+    :data:`MIN_TEXT_TOKENS` tokens of text beside even the shortest of the ``listed`` file paths."""
     size = splitter.chunk_size
     if not size:
         return
-    listed = sorted((p for r in readers for p in r.list_resources()), key=len)
-    shortest = [p for p in listed[:64] if os.path.isfile(fs_path(p))][:8]
+    shortest = [p for p in sorted(listed, key=len)[:64] if os.path.isfile(fs_path(p))][:8]
     if not shortest:
         return
     tok = splitter.tokenizer
@@ -367,9 +366,11 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     )
 
     readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, max_file_size)
-    _check_room_for_text(splitter, readers)
+    listed = [p for r in readers for p in r.list_resources()]  # one walk of the folders for both
+    _check_room_for_text(splitter, listed)
     scope = _Scope(paths, index.docstore)
-    feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report)
+    feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report,
+                 files_total=len(listed))
     logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)
     if not feed.progress.files_total:
         logger.warning("no files to index under %s (check the paths, required_exts / --ext and exclude / --exclude)",
@@ -460,7 +461,7 @@ class _Feed:
     and :class:`IndexProgress`), its deletion scope and the count of tokens written."""
 
     def __init__(self, readers: List[Any], scope: _Scope, files_per_batch: int, show_progress: bool,
-                 tokenizer: Any, report: Optional[Callable[[IndexProgress], None]]) -> None:
+                 tokenizer: Any, report: Optional[Callable[[IndexProgress], None]], files_total: int) -> None:
         from tqdm.auto import tqdm
 
         self.readers = readers
@@ -469,7 +470,7 @@ class _Feed:
         self.tokenizer = tokenizer
         self.report = report
         self.tokens = 0
-        self.progress = IndexProgress(files_total=sum(len(r.list_resources()) for r in readers))
+        self.progress = IndexProgress(files_total=files_total)
         self.bar_files = tqdm(total=self.progress.files_total, desc="Reading  ", unit="file", position=0,
                               disable=not show_progress)
         # the number of nodes is known only batch by batch, so this bar counts (with a rate) instead

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ragloom._optional import available
 from ragloom.errors import ReaderError
@@ -27,7 +27,7 @@ from ragloom.schema import Document
 
 __all__ = ["PptxReader", "XlsxReader", "office_available"]
 
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # an encrypted OOXML file is an OLE2 container
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the OLE2 signature
 
 
 def office_available() -> bool:
@@ -35,9 +35,23 @@ def office_available() -> bool:
     return available("pptx") and available("openpyxl")
 
 
-def _encrypted(file: Path) -> bool:
+def _open(file: Path, module: str, kind: str) -> Tuple[Any, Path, str]:
+    """``(the library module, the file, its path text)``, after refusing an encrypted file (an
+    encrypted OOXML file is an OLE2 container, not a zip).
+
+    Raises:
+        MissingDependencyError: ``ragloom[office]`` is not installed.
+        ReaderError: the file is encrypted.
+    """
+    from ragloom._optional import require
+
+    lib = require(module, "office", f"reading {kind} files")
+    file = Path(file)
+    path = file_path_str(file)
     with open(file, "rb") as f:
-        return f.read(8) == _OLE_MAGIC
+        if f.read(8) == _OLE_MAGIC:
+            raise ReaderError(path, f"encrypted (password-protected) {kind} file")
+    return lib, file, path
 
 
 def _shape_lines(shape: Any, out: List[str]) -> None:
@@ -71,13 +85,7 @@ class PptxReader(BaseReader):
     assigns_ids = False
 
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
-        from ragloom._optional import require
-
-        pptx = require("pptx", "office", "reading .pptx files")
-        file = Path(file)
-        path = file_path_str(file)
-        if _encrypted(file):
-            raise ReaderError(path, "encrypted (password-protected) PowerPoint file")
+        pptx, file, path = _open(file, "pptx", "PowerPoint")
         try:
             deck = pptx.Presentation(str(file))
             docs: List[Document] = []
@@ -127,13 +135,7 @@ class XlsxReader(BaseReader):
     assigns_ids = False
 
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
-        from ragloom._optional import require
-
-        openpyxl = require("openpyxl", "office", "reading .xlsx files")
-        file = Path(file)
-        path = file_path_str(file)
-        if _encrypted(file):
-            raise ReaderError(path, "encrypted (password-protected) Excel file")
+        openpyxl, file, path = _open(file, "openpyxl", "Excel")
         docs: List[Document] = []
         try:
             book = openpyxl.load_workbook(str(file), read_only=True, data_only=True)

@@ -306,26 +306,21 @@ class ExactCounter:
             self.safe, self.safe_rev = safe, safe_rev
             self._enc = tokenizer.encode_ordinary
 
-    def _prefix(self, prefix: str) -> Tuple[str, int]:
-        got = self._prefixes.get(prefix)
+    def _wrapper(self, wrapper: str, is_prefix: bool) -> Tuple[str, int]:
+        """``(the part of the wrapper re-encoded with the chunk edge, tokens of the rest)``: a prefix
+        is cut at its last safe position, a suffix at its first (the rest counted once, memoised)."""
+        memo = self._prefixes if is_prefix else self._suffixes
+        got = memo.get(wrapper)
         if got is None:
-            m = self.safe_rev.search(prefix) if prefix and self.safe_rev is not None else None
+            pattern = self.safe_rev if is_prefix else self.safe
+            m = pattern.search(wrapper) if wrapper and pattern is not None else None
             if m is None:
-                got = (prefix, 0)
+                got = (wrapper, 0)
+            elif is_prefix:
+                got = (wrapper[m.start() :], len(self._enc(wrapper[: m.start()])))  # type: ignore[misc]
             else:
-                got = (prefix[m.start() :], len(self._enc(prefix[: m.start()])))  # type: ignore[misc]
-            self._prefixes[prefix] = got
-        return got
-
-    def _suffix(self, suffix: str) -> Tuple[str, int]:
-        got = self._suffixes.get(suffix)
-        if got is None:
-            m = self.safe.search(suffix) if suffix and self.safe is not None else None
-            if m is None:
-                got = (suffix, 0)
-            else:
-                got = (suffix[: m.start()], len(self._enc(suffix[m.start() :])))  # type: ignore[misc]
-            self._suffixes[suffix] = got
+                got = (wrapper[: m.start()], len(self._enc(wrapper[m.start() :])))  # type: ignore[misc]
+            memo[wrapper] = got
         return got
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
@@ -337,8 +332,8 @@ class ExactCounter:
                 # the forward match at ``h`` is a match in [h, b), so the backward search finds one
                 t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
                 enc = self._enc
-                head, head_n = self._prefix(prefix)
-                tail, tail_n = self._suffix(suffix)
+                head, head_n = self._wrapper(prefix, True)
+                tail, tail_n = self._wrapper(suffix, False)
                 return (
                     head_n
                     + len(enc(head + text[a:h]))
