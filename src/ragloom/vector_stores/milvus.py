@@ -52,7 +52,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import msgspec
 import numpy as np
@@ -192,6 +192,10 @@ def expr_from_filters(
 
 
 # ---------------------------------------------------------------------------- the store
+def _reconnect(cls: Any, kwargs: Dict[str, Any]) -> Any:
+    return cls(**kwargs)
+
+
 def _import_pymilvus() -> Any:
     return require("pymilvus", "milvus", "MilvusVectorStore")
 
@@ -273,6 +277,13 @@ class MilvusVectorStore(BasePydanticVectorStore):
                 "wrong results). Run a Milvus server (e.g. `milvus-server --data DIR`) and pass its http:// URI"
             )
         pymilvus = _import_pymilvus()
+        # what a copy in another process reconnects with (__reduce__); never re-drops the collection
+        self._init_args: Dict[str, Any] = {
+            "uri": uri, "token": token, "collection_name": collection_name, "dim": dim,
+            "embedding_field": embedding_field, "doc_id_field": doc_id_field, "similarity_metric": metric,
+            "consistency_level": consistency_level, "index_config": index_config, "search_config": search_config,
+            "batch_size": batch_size, "timeout": timeout, "user": user, "password": password, "db_name": db_name,
+        }
         self.uri = uri
         self.collection_name = collection_name
         self.embedding_field = embedding_field
@@ -294,6 +305,11 @@ class MilvusVectorStore(BasePydanticVectorStore):
             self._load_existing()
         elif dim is not None:
             self._create(dim)
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        """Pickle as the connection arguments: a worker process of a distributed run (Ray) opens
+        its own client to the same collection (credentials included)."""
+        return (_reconnect, (type(self), self._init_args))
 
     # -- collection management --------------------------------------------------------------
     @property
