@@ -17,15 +17,19 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               embed_model: str = "default", show_progress: bool = True,
               include_hidden: bool = False, files_per_batch: int = 32,
               wait: bool = False, parser: str = "auto",
-              max_file_size: Optional[int] = 100 * 2**20, keep_junk: bool = False) -> Dict[str, Any]:
+              max_file_size: Optional[int] = 100 * 2**20, keep_junk: bool = False,
+              **distribution: Any) -> Dict[str, Any]:
     """``ragloom index``: one call of :func:`ragloom.ingestion.paths.index_paths`; returns its summary
     as a dict (:meth:`IndexSummary.to_dict <ragloom.ingestion.paths.IndexSummary.to_dict>`).
+    ``distribution``: ``engine``, ``ray_address``, ``num_workers``, ``vector_store`` of ``index_paths``.
 
     Raises:
         click.BadParameter: invalid chunk size/overlap or ``files_per_batch``.
-        click.ClickException: the index is locked by another process (and not ``wait``), or was
-            built with another embed model.
+        click.ClickException: the index is locked by another process (and not ``wait``), was built
+            with another embed model or vector store, or an optional dependency (ray, pymilvus) is
+            missing.
     """
+    from ragloom._optional import MissingDependencyError
     from ragloom.errors import IndexLockedError
     from ragloom.ingestion.paths import index_paths
 
@@ -39,7 +43,10 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
             exclude=exclude, recursive=recursive, full=full, embed_model=embed_model,
             show_progress=show_progress, include_hidden=include_hidden, files_per_batch=files_per_batch,
             wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, keep_junk=keep_junk,
+            **distribution,
         )
+    except MissingDependencyError as exc:
+        raise click.ClickException(str(exc)) from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
     except ValueError as exc:

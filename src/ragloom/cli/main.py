@@ -94,10 +94,22 @@ def _echo_json(data: Any) -> None:
               help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
 @click.option("--keep-junk", is_flag=True,
               help="Also index chunks that are mostly base64, hex or control words (left out and listed by default).")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="'ray': read, split and embed on a Ray cluster (extra ragloom[ray]); incremental and "
+                   "crash-safe like 'local'. See docs/scale_out.md.")
+@click.option("--address", "ray_address", default=None,
+              help="With --engine ray: the cluster, as ray.init takes it ('auto', HOST:PORT); default: a local one.")
+@click.option("--workers", "num_workers", type=click.IntRange(min=1), default=None,
+              help="With --engine ray: embed actors (each loads the model once) [default: 1]. "
+                   "Locally: processes that split files.")
+@click.option("--vector-store", default=None, metavar="milvus://HOST:PORT/COLLECTION",
+              help="Keep vectors and chunk text in this Milvus collection (extra ragloom[milvus]); the index "
+                   "directory keeps the docstore and remembers the collection for later runs and queries.")
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, fast: bool, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
-              parser: str, max_file_size: float, keep_junk: bool) -> None:
+              parser: str, max_file_size: float, keep_junk: bool, engine: str, ray_address: Optional[str],
+              num_workers: Optional[int], vector_store: Optional[str]) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml),
@@ -122,6 +134,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
         include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
         max_file_size=int(max_file_size * 2**20) or None, keep_junk=keep_junk,
+        engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
     )
     if as_json:
         _echo_json(summary)
@@ -154,6 +167,10 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
     click.echo(f"  nodes written   {s['nodes_written']}  ({s['tokens_embedded']} tokens): "
                f"{s['nodes_embedded']} embedded, {s['nodes_reused']} reused from the embedding cache")
     click.echo(f"  nodes in index  {s['nodes_total']}")
+    if s.get("engine") == "ray":
+        click.echo(f"  engine          ray, {s['ray_workers']} embed worker(s)")
+    if s.get("vector_store"):
+        click.echo(f"  vector store    {s['vector_store']}")
     ann = s.get("ann") or {}
     if ann.get("ann") == "built":
         click.echo(f"  ANN index       built over {ann['nodes']} nodes in {ann['seconds']:.1f} s")

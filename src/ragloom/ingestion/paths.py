@@ -411,10 +411,10 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   within: Optional[Sequence[PathLike]] = None,
                   max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE, keep_junk: bool = False,
                   where: Optional[_Distribution] = None, vector_store: Optional[str] = None) -> IndexSummary:
-    from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
+    from ragloom.ingestion import DocstoreStrategy, FailureKind, IngestionPipeline
     from ragloom.settings import default_node_parser
 
-    where = where or _Distribution()
+    dist = where or _Distribution()
     t0 = time.perf_counter()
     index = open_index(index_dir, create=True, embed_model=embed_model, vector_store=vector_store)
     model = index.embed_model
@@ -462,26 +462,28 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                        ", ".join(display_path(str(p)) for p in paths))
     force = full or (rechunk and legacy)
     try:
-        if where.engine == "ray":
+        if dist.engine == "ray":
             from ragloom.ingestion.ray_engine import FileEvents, RayOptions, run_files_on_ray
 
             stats = run_files_on_ray(
-                pipeline.engine(store_doc_text=False), readers, RayOptions(address=where.address,
-                                                                           num_workers=where.num_workers or 1),
+                pipeline.engine(store_doc_text=False), readers, RayOptions(address=dist.address,
+                                                                           num_workers=dist.num_workers or 1),
                 listing=listing, force=force, delete_scope=scope, progress_callback=feed.on_event,
                 events=FileEvents(read=feed.note_read, skipped=feed.note_skipped))
         else:
             stats = pipeline.run_batches(feed.batches(), force=force, delete_scope=scope,
                                          progress_callback=feed.on_event, store_doc_text=False,
-                                         num_workers=where.num_workers)
+                                         num_workers=dist.num_workers)
     finally:
         feed.close()
     skipped = feed.progress.skipped
     total_files = feed.progress.files_total
     for failure in stats.failed:
-        where = failure.source_path or failure.doc_id
-        skipped.append({"path": display_path(where), "reason": f"cannot be split: {failure.message}",
-                        "transient": False})
+        failed_path = failure.source_path or failure.doc_id
+        transient = failure.kind == FailureKind.TRANSIENT
+        skipped.append({"path": display_path(failed_path),
+                        "reason": failure.message if transient else f"cannot be split: {failure.message}",
+                        "transient": transient})
 
     junk_files: Dict[str, Dict[str, Any]] = {}
     for ref, path, kind in junk.dropped if junk is not None else []:
@@ -518,8 +520,19 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
         junk=list(junk_files.values()),
-        extra={"ann": ann} if ann else {},
+        extra=_extra_summary(ann, dist, index_dir),
     )
+
+
+def _extra_summary(ann: Dict[str, Any], where: _Distribution, index_dir: Path) -> Dict[str, Any]:
+    extra: Dict[str, Any] = {"ann": ann} if ann else {}
+    if where.engine == "ray":
+        extra.update(engine="ray", ray_workers=where.num_workers or 1)
+    recorded = index_dir / VECTOR_STORE_FILE
+    if recorded.is_file():
+        spec = json.loads(recorded.read_text(encoding="utf-8"))
+        extra["vector_store"] = f"{spec['kind']} collection {spec['collection_name']} at {spec['uri']}"
+    return extra
 
 
 def optimize_index(index_dir: PathLike, force: bool = True, wait: bool = False,

@@ -28,9 +28,9 @@ Ray runs the work between.  A run has two passes:
      which writes each batch with :meth:`~ragloom.ingestion.engine.IngestionEngine.write`, one
      transaction, exactly as a local run.
 
-Execution is streaming, so memory on the driver is bounded by Ray's block budget, not by the
-corpus; what the driver keeps per document is its id (to find absent ones) and the plan-pass rows of
-the documents still to ingest.
+Execution is streaming: nodes and vectors pass through the driver one batch at a time (and, for a
+server store, not at all).  What the driver keeps grows with the corpus but is small: per file its
+path, per document its id (to find absent ones) and, for documents to ingest, their fingerprint.
 
 Differences from the local engine: no per-node ingestion cache and no embedding cache (each worker
 would need the driver's files); a changed document re-embeds all its chunks.  Only whole
@@ -40,6 +40,7 @@ would need the driver's files); a changed document re-embeds all its chunks.  On
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pickle
@@ -121,7 +122,16 @@ def ensure_ray(address: Optional[str] = None) -> Any:
     """
     from ragloom._optional import require
 
+    # offline by default: Ray's usage statistics (and Ray Data's, which also polls a Prometheus
+    # server on localhost:9090 after each run) stay off unless the user turned them on
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
     ray = require("ray", "ray", "engine=\"ray\" (distributed ingestion)")
+    if ray.is_initialized() and address not in (None, "auto") and "://" not in address:
+        current = ray.get_runtime_context().gcs_address
+        if address != current:
+            raise ValueError(f"address {address!r}: this process already joined the Ray cluster at {current}; "
+                             "call ray.shutdown() first to join another")
     if not ray.is_initialized():
         kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if address is None:
@@ -175,18 +185,18 @@ def _plan_task(batch: Dict[str, Any], readers: List[Any], digest: str) -> Dict[s
     return _rows(out, _PLAN_COLUMNS)
 
 
-def _load_task(batch: Dict[str, Any], readers: List[Any], todo: Dict[str, str], digest: str
-               ) -> Dict[str, List[Any]]:
-    """Ingest pass, files: read again, keep the planned documents (one row each)."""
+def _load_task(batch: Dict[str, Any], readers: List[Any], digest: str) -> Dict[str, List[Any]]:
+    """Ingest pass, files: read again, keep the planned documents (``wanted``: a JSON list of ids
+    per file); one row per document."""
     out: List[Dict[str, Any]] = []
-    for path, which in zip(batch["path"], batch["reader"], strict=True):
+    for path, which, wanted_json in zip(batch["path"], batch["reader"], batch["wanted"], strict=True):
+        wanted = set(json.loads(str(wanted_json)))
         docs, skipped = readers[int(which)].read_resource(str(path))
         if skipped is not None:  # gone or unreadable since the plan pass: its sources fail this time
-            out.extend({"doc_id": d, "failure": f"transient: {skipped.reason}"}
-                       for d, p in todo.items() if p == str(path))
+            out.extend({"doc_id": d, "failure": f"transient: {skipped.reason}"} for d in sorted(wanted))
             continue
         for doc in docs:
-            if doc.id_ not in todo:
+            if doc.id_ not in wanted:
                 continue
             failure = prepare_source(doc.id_, [doc])
             out.append({"doc_id": doc.id_, "fingerprint": source_fingerprint(digest, [(None, doc.hash)]),
@@ -265,6 +275,7 @@ class _Writer:
 class _Todo:
     fingerprint: str
     status: str
+    path: Optional[str] = None
 
 
 class _Driver:
@@ -283,11 +294,12 @@ class _Driver:
         self.ray = ensure_ray(options.address)
         steps = engine.transformations
         from ragloom.embeddings.base import BaseEmbedding
+        from ragloom.ingestion.junk import JunkFilter
 
         first = next((i for i, t in enumerate(steps) if isinstance(t, BaseEmbedding)), len(steps))
         self.pre, self.post = steps[:first], steps[first:]
         #: junk entries the workers' filters dropped, handed to the driver's JunkFilter
-        self.junk_steps = [t for t in self.pre if type(t).__name__ == "JunkFilter"]
+        self.junk_steps = [t for t in self.pre if isinstance(t, JunkFilter)]
         vs = engine.vector_store
         self.worker_writes = vs is not None and not engine.atomic
 
@@ -332,8 +344,8 @@ class _Driver:
                                           num_cpus=TASK_CPUS, batch_format="default")
         if self.post:
             gpus = self.options.num_gpus_per_worker
-            if gpus is None:
-                gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+            if gpus is None:  # one GPU per actor, or a fair share when there are more actors than GPUs
+                gpus = min(1.0, ray.cluster_resources().get("GPU", 0) / self.options.num_workers)
             dataset = dataset.map_batches(
                 _Transformer, fn_constructor_args=(self.post,), batch_size=SOURCES_PER_BATCH,
                 compute=ray.data.ActorPoolStrategy(size=self.options.num_workers), num_cpus=EMBED_ACTOR_CPUS,
@@ -348,7 +360,7 @@ class _Driver:
             done.update(self._commit(list(_each(batch)), todo))
         lost = [d for d in todo if d not in done]  # its file no longer holds it (changed since the plan pass)
         for doc_id in lost:
-            self.fail(doc_id, "transient: " + REASON_CHANGED)
+            self.fail(doc_id, "transient: " + REASON_CHANGED, todo[doc_id].path)
         if lost and not self.worker_writes:
             self.engine.write([], [], lost)
         elif lost:
@@ -372,7 +384,7 @@ class _Driver:
                 continue
             delete.append(doc_id)  # old nodes of a changed source; leftovers of a killed run
             if r["failure"]:
-                self.fail(doc_id, str(r["failure"]))
+                self.fail(doc_id, str(r["failure"]), planned.path)
                 continue
             source_nodes = pickle.loads(r["payload"])
             ok.append(SourcePlan(doc_id, [], str(r["fingerprint"]), planned.status))
@@ -482,7 +494,7 @@ def run_files_on_ray(
     ray = driver.ray
     if listing is None:
         listing = [r.list_resources() for r in readers]
-    items = [{"path": p, "reader": i} for i, files in enumerate(listing) for p in files]
+    items: List[Dict[str, Any]] = [{"path": p, "reader": i} for i, files in enumerate(listing) for p in files]
     todo: Dict[str, _Todo] = {}
     paths: Dict[str, str] = {}
     if items:
@@ -512,15 +524,19 @@ def run_files_on_ray(
                         continue
                     status = driver.classify(doc_id, str(r["fingerprint"]), str(r["doc_hash"]), force)
                     if status is not None:
-                        todo[doc_id] = _Todo(str(r["fingerprint"]), status)
+                        todo[doc_id] = _Todo(str(r["fingerprint"]), status, path)
                         paths[doc_id] = path
-        files = sorted(set(paths.values()))
-        which = {str(item["path"]): int(item["reader"]) for item in items}
-        if files:
-            wanted = dict(paths)
-            load = ray.data.from_items([{"path": p, "reader": which[p]} for p in files],
-                                       override_num_blocks=max(2, min(len(files) // options.files_per_task + 1, 256)))
-            load = load.map_batches(_load_task, fn_args=(readers_ref, wanted, engine.config_digest()),
+        wanted: Dict[str, List[str]] = {}
+        for doc_id, path in paths.items():
+            wanted.setdefault(path, []).append(doc_id)
+        del paths
+        if wanted:
+            which = {str(item["path"]): int(item["reader"]) for item in items}
+            files = [{"path": p, "reader": which[p], "wanted": json.dumps(ids)} for p, ids in sorted(wanted.items())]
+            del items, wanted
+            load = ray.data.from_items(files, override_num_blocks=max(2, min(len(files) // options.files_per_task + 1,
+                                                                             256)))
+            load = load.map_batches(_load_task, fn_args=(readers_ref, engine.config_digest()),
                                     batch_size=options.files_per_task, num_cpus=TASK_CPUS, batch_format="default")
             driver.ingest(load, todo)
     return driver.finish(True, delete_scope, raise_on_error)
