@@ -168,7 +168,9 @@ class IndexService:
         Args:
             text: the query (not blank).
             top_k: results wanted, 1..:data:`MAX_TOP_K`.
-            mode: ``"hybrid"`` (dense + BM25, fused), ``"dense"`` or ``"keyword"``.
+            mode: ``"hybrid"`` (dense + BM25, fused), ``"dense"`` or ``"keyword"``; on an index whose
+                vector store has no keyword search (a Milvus collection), ``"hybrid"`` is ``"dense"``
+                (the result's ``mode`` says so) and ``"keyword"`` raises.
             filters: ``None``, :class:`~ragloom.vector_stores.types.MetadataFilters`, or its JSON
                 form (:meth:`MetadataFilters.from_dict <ragloom.vector_stores.types.MetadataFilters.from_dict>`).
 
@@ -176,7 +178,8 @@ class IndexService:
             ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``.
 
         Raises:
-            ValueError: blank ``text``, bad ``top_k``, ``mode`` or ``filters``.
+            ValueError: blank ``text``, bad ``top_k``, ``mode`` or ``filters``; ``"keyword"`` on a store
+                without keyword search.
         """
         from ragloom.vector_stores.types import MetadataFilters
 
@@ -187,6 +190,7 @@ class IndexService:
         _check_choice(mode, "mode", list(QUERY_MODES))
         if filters is not None and not isinstance(filters, MetadataFilters):
             filters = MetadataFilters.from_dict(filters)
+        mode = self._store_mode(mode)
         retriever = self.index.as_retriever(similarity_top_k=top_k, vector_store_query_mode=QUERY_MODES[mode],
                                             filters=filters)
         if self.embed_model.runs_locally and mode != "keyword":
@@ -199,6 +203,16 @@ class IndexService:
             "results": [source_dict(rank, nws) for rank, nws in enumerate(results, 1)],
             "seconds": round(time.perf_counter() - t0, 4),
         }
+
+    def _store_mode(self, mode: str) -> str:
+        """``mode`` as this index's vector store can run it: ``"hybrid"`` is ``"dense"`` on a store
+        without keyword search (Milvus, Chroma), where ``"keyword"`` raises ``ValueError``."""
+        if self.index.vector_store.supports_hybrid or mode == "dense":
+            return mode
+        if mode == "keyword":
+            raise ValueError(f"mode 'keyword' needs ragloom's own SQLite store; this index keeps its vectors in "
+                             f"{type(self.index.vector_store).__name__}: use mode 'dense'")
+        return "dense"
 
     # -- answers -------------------------------------------------------------------------------
     def llm(self, max_tokens: Optional[int] = None) -> Any:
@@ -248,6 +262,7 @@ class IndexService:
         _check_top_k(top_k)
         _check_choice(mode, "mode", list(QUERY_MODES))
         _check_choice(response_mode, "response_mode", RESPONSE_MODES)
+        mode = self._store_mode(mode)
         if filters is not None and not isinstance(filters, MetadataFilters):
             filters = MetadataFilters.from_dict(filters)
         model = self.llm(max_tokens)

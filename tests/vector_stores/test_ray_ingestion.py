@@ -270,9 +270,11 @@ def test_ragloom_query_answers_from_the_milvus_collection_the_index_recorded(
     index_paths([corpus], index_dir, show_progress=False, engine="ray", ray_address=ray_address,
                 vector_store=_spec(milvus_server, "ray_query"))
     service = IndexService(index_dir)
-    out = service.query("how do I declare a path parameter", top_k=3, mode="dense")
-    assert len(out["results"]) == 3
+    out = service.query("how do I declare a path parameter", top_k=3)  # hybrid: dense on Milvus
+    assert len(out["results"]) == 3 and out["mode"] == "dense"
     assert all(r["text"] for r in out["results"])
+    with pytest.raises(ValueError, match="keyword"):
+        service.query("path parameter", mode="keyword")
     with pytest.raises(ValueError, match="ray_query"):
         index_paths([corpus], index_dir, show_progress=False, vector_store=_spec(milvus_server, "other"))
 
