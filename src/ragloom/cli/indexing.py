@@ -45,7 +45,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
             wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, keep_junk=keep_junk,
             **distribution,
         )
-    except MissingDependencyError as exc:
+    except (MissingDependencyError, ConnectionError) as exc:
         raise click.ClickException(str(exc)) from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
@@ -63,13 +63,14 @@ def open_service(index_dir: Path, **kwargs: Any) -> Any:
     """:class:`ragloom.service.IndexService` on an existing index, its errors as one-line CLI messages.
 
     Raises:
-        click.ClickException: no index in ``index_dir``, or another embed model than the index's.
+        click.ClickException: no index in ``index_dir``, another embed model than the index's, or
+            the Milvus server the index records does not answer.
     """
     from ragloom.service import IndexService
 
     try:
         return IndexService(index_dir, **kwargs)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ConnectionError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:
         raise click.ClickException(f"{index_dir}: {exc}; use a new --index-dir to change models") from None

@@ -152,16 +152,30 @@ def _recorded_vector_store(index_dir: Path, spec: Optional[str], create: bool) -
         if recorded is not None and recorded != wanted:
             raise ValueError(f"the index in {index_dir} keeps its vectors in {recorded['kind']} collection "
                              f"{recorded['collection_name']!r} at {recorded['uri']}, not {spec!r}")
-        if recorded is None and create:
+        store = _connect(wanted)
+        if recorded is None and create:  # recorded once the store answered
             index_dir.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(wanted), encoding="utf-8")
-        recorded = wanted
-    if recorded is None:
-        return None
+        return store
+    return None if recorded is None else _connect(recorded)
+
+
+def _connect(spec: Dict[str, str]) -> Any:
+    """A :class:`~ragloom.vector_stores.MilvusVectorStore` for a :func:`parse_vector_store` spec.
+
+    Raises:
+        ConnectionError: the server does not answer (the message names it).
+    """
     from ragloom.vector_stores.milvus import MilvusVectorStore
 
-    return MilvusVectorStore(uri=recorded["uri"], collection_name=recorded["collection_name"],
-                             token=os.environ.get("MILVUS_TOKEN", ""))
+    try:
+        return MilvusVectorStore(uri=spec["uri"], collection_name=spec["collection_name"],
+                                 token=os.environ.get("MILVUS_TOKEN", ""))
+    except (ValueError, ImportError):
+        raise
+    except Exception as exc:  # pymilvus raises its own MilvusException (and grpc errors) for a dead server
+        raise ConnectionError(f"cannot reach Milvus at {spec['uri']} (collection {spec['collection_name']!r}): "
+                              f"{exc}") from exc
 
 
 def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None,
@@ -180,6 +194,7 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
         ValueError: ``embed_model`` differs from the model the index was built with; ``vector_store``
             malformed or not the store of the existing index.
         FileNotFoundError: no index in ``index_dir`` and not ``create``.
+        ConnectionError: the recorded (or given) Milvus server does not answer.
     """
     from ragloom.embeddings import resolve_embed_model
     from ragloom.embeddings.cache import attach_query_cache

@@ -331,6 +331,32 @@ class _Driver:
             return None
         return status
 
+    def take_plan_row(self, row: Dict[str, Any], force: bool, events: Optional["FileEvents"],
+                      todo: Dict[str, _Todo]) -> None:
+        """One row of the plan pass: a file read or skipped (told to ``events``), or a document,
+        classified (and added to ``todo`` when it is new or changed)."""
+        kind, path = row["kind"], str(row["path"])
+        if kind == "read":
+            if events is not None:
+                events.read(path)
+            return
+        if kind == "skip":
+            if events is not None:
+                events.skipped(path, str(row["reason"]))
+            return
+        doc_id = str(row["doc_id"])
+        if row["failure"]:  # metadata that cannot be stored: the source fails, its old nodes go
+            if doc_id not in self.run.seen:
+                self.run.seen.add(doc_id)
+                self.run.stats.documents += 1
+                self.fail(doc_id, str(row["failure"]), path)
+                with self.engine._transaction():
+                    self.engine._delete([doc_id])
+            return
+        status = self.classify(doc_id, str(row["fingerprint"]), str(row["doc_hash"]), force)
+        if status is not None:
+            todo[doc_id] = _Todo(str(row["fingerprint"]), status, path)
+
     def fail(self, doc_id: str, message: str, path: Optional[str] = None) -> None:
         transient = message.startswith("transient: ")
         self.run.stats.failed.append(DocumentFailure(
@@ -502,49 +528,29 @@ def run_files_on_ray(
     ray = driver.ray
     if listing is None:
         listing = [r.list_resources() for r in readers]
+    if events is not None:  # unlistable folders, links out of `within`: reported as a local read does
+        for skipped in (s for r in readers for s in r.listing_skipped):
+            events.skipped(skipped.path, skipped.reason)
     items: List[Dict[str, Any]] = [{"path": p, "reader": i} for i, files in enumerate(listing) for p in files]
     todo: Dict[str, _Todo] = {}
-    paths: Dict[str, str] = {}
     if items:
-        readers_ref = list(readers)
         blocks = max(2, min(len(items) // options.files_per_task + 1, 256))
         planned = ray.data.from_items(items, override_num_blocks=blocks).map_batches(
-            _plan_task, fn_args=(readers_ref, engine.config_digest()), batch_size=options.files_per_task,
+            _plan_task, fn_args=(list(readers), engine.config_digest()), batch_size=options.files_per_task,
             num_cpus=TASK_CPUS, batch_format="default")
         for batch in planned.iter_batches(batch_size=256, batch_format="default"):
-            for r in _each(batch):
-                kind, path = r["kind"], str(r["path"])
-                if kind == "read":
-                    if events is not None:
-                        events.read(path)
-                elif kind == "skip":
-                    if events is not None:
-                        events.skipped(path, str(r["reason"]))
-                else:
-                    doc_id = str(r["doc_id"])
-                    if r["failure"]:
-                        if doc_id not in driver.run.seen:
-                            driver.run.seen.add(doc_id)
-                            driver.run.stats.documents += 1
-                            driver.fail(doc_id, str(r["failure"]), path)
-                            with engine._transaction():
-                                engine._delete([doc_id])
-                        continue
-                    status = driver.classify(doc_id, str(r["fingerprint"]), str(r["doc_hash"]), force)
-                    if status is not None:
-                        todo[doc_id] = _Todo(str(r["fingerprint"]), status, path)
-                        paths[doc_id] = path
+            for row in _each(batch):
+                driver.take_plan_row(row, force, events, todo)
         wanted: Dict[str, List[str]] = {}
-        for doc_id, path in paths.items():
-            wanted.setdefault(path, []).append(doc_id)
-        del paths
+        for doc_id, planned_source in todo.items():
+            wanted.setdefault(str(planned_source.path), []).append(doc_id)
         if wanted:
             which = {str(item["path"]): int(item["reader"]) for item in items}
             files = [{"path": p, "reader": which[p], "wanted": json.dumps(ids)} for p, ids in sorted(wanted.items())]
             del items, wanted
-            load = ray.data.from_items(files, override_num_blocks=max(2, min(len(files) // options.files_per_task + 1,
-                                                                             256)))
-            load = load.map_batches(_load_task, fn_args=(readers_ref, engine.config_digest()),
-                                    batch_size=options.files_per_task, num_cpus=TASK_CPUS, batch_format="default")
+            blocks = max(2, min(len(files) // options.files_per_task + 1, 256))
+            load = ray.data.from_items(files, override_num_blocks=blocks).map_batches(
+                _load_task, fn_args=(list(readers), engine.config_digest()), batch_size=options.files_per_task,
+                num_cpus=TASK_CPUS, batch_format="default")
             driver.ingest(load, todo)
     return driver.finish(True, delete_scope, raise_on_error)

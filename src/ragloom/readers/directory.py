@@ -493,6 +493,12 @@ class SimpleDirectoryReader:
         """Absolute POSIX paths of the files a read would visit, in reading order."""
         return [file_path_str(p) for p in self._list_files()]
 
+    @property
+    def listing_skipped(self) -> List[FileSkipped]:
+        """What the last listing (:meth:`list_resources`, or a read) left out and a read reports as
+        skipped: unlistable folders, files outside :attr:`within`."""
+        return list(self._listing_skips)
+
     def get_resource_info(self, resource_id: str) -> Dict[str, Any]:
         """Metadata of one file (``file_metadata`` or the default), without reading it."""
         if self.file_metadata is not None:
