@@ -305,7 +305,8 @@ def test_pipeline_engine_ray_writes_what_the_local_engine_writes_into_sqlite(ray
     from ragloom.ingestion.ray_engine import RayOptions
 
     local, sc_local = _pipeline("local")
-    ray_run, sc_ray = _pipeline("ray", ray_options=RayOptions(address=ray_address, num_workers=2))
+    # 3 embed actors on a 2-CPU cluster: they share the CPUs instead of starving the read tasks
+    ray_run, sc_ray = _pipeline("ray", ray_options=RayOptions(address=ray_address, num_workers=3))
     docs = _documents()
     written_local = local.run(documents=[d.copy() for d in docs])
     written_ray = ray_run.run(documents=[d.copy() for d in docs])
@@ -358,3 +359,13 @@ def test_engine_ray_refuses_what_it_cannot_do(ray_address):
         dup.run(documents=_documents(1))
     with pytest.raises(ValueError, match="already joined"):
         _pipeline("ray", ray_options=RayOptions(address="127.0.0.1:1"))[0].run(documents=_documents(1))
+
+
+def test_ragloom_index_names_a_ray_address_where_nothing_answers(tmp_path, corpus):
+    (port,) = free_ports(1)
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ragloom", "index", str(corpus), "--index-dir", str(tmp_path / "ix"),
+                          "--engine", "ray", "--address", f"127.0.0.1:{port}"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and time.monotonic() - t0 < 60
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr

@@ -231,7 +231,10 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
     if not text.strip():
         raise click.ClickException(
             "the query is empty: give the text to search for, e.g. ragloom query \"how do I …?\"")
-    out = open_service(index_dir).query(text, top_k=top_k, mode=mode)
+    try:
+        out = open_service(index_dir).query(text, top_k=top_k, mode=mode)
+    except ValueError as exc:  # a mode this index's store cannot run
+        raise click.ClickException(str(exc)) from None
     results = out["results"]
     if as_json:
         out["index_dir"] = str(index_dir)

@@ -131,10 +131,10 @@ def parse_vector_store(spec: str) -> Dict[str, str]:
     Raises:
         ValueError: another form.
     """
-    m = re.fullmatch(r"milvus(\+https)?://([^/\s]+)/([A-Za-z_][A-Za-z0-9_]{0,254})", spec or "")
+    m = re.fullmatch(r"milvus(\+https)?://([^/:\s]+:\d{1,5})/([A-Za-z_][A-Za-z0-9_]{0,254})", spec or "")
     if m is None:
-        raise ValueError(f"vector_store must look like milvus://HOST:PORT/COLLECTION (or milvus+https://...), "
-                         f"got {spec!r}")
+        raise ValueError(f"vector_store (--vector-store) must look like milvus://HOST:PORT/COLLECTION (or "
+                         f"milvus+https://...; COLLECTION: letters, digits, _), got {spec!r}")
     scheme = "https" if m.group(1) else "http"
     return {"kind": "milvus", "uri": f"{scheme}://{m.group(2)}", "collection_name": m.group(3)}
 
@@ -343,6 +343,8 @@ def index_paths(
         raise ValueError(f"num_workers must be None or an integer >= 1, got {num_workers!r}")
     if vector_store is not None:
         parse_vector_store(vector_store)
+    if engine != "ray" and ray_address is not None:
+        raise ValueError("ray_address (--address) needs engine='ray' (--engine ray)")
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
         default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap, parser)
     lock = acquire_lock(index_dir, wait, on_wait)
@@ -481,8 +483,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
             from ragloom.ingestion.ray_engine import FileEvents, RayOptions, run_files_on_ray
 
             stats = run_files_on_ray(
-                pipeline.engine(store_doc_text=False), readers, RayOptions(address=dist.address,
-                                                                           num_workers=dist.num_workers or 1),
+                pipeline.engine(store_doc_text=False), readers,
+                RayOptions(address=dist.address, num_workers=dist.num_workers or 1, files_per_task=files_per_batch),
                 listing=listing, force=force, delete_scope=scope, progress_callback=feed.on_event,
                 events=FileEvents(read=feed.note_read, skipped=feed.note_skipped))
         else:

@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import pickle
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set
@@ -138,7 +139,11 @@ def ensure_ray(address: Optional[str] = None) -> Any:
     ray_level = logging.ERROR if quiet else logging.INFO
     if quiet:
         warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data\..*")
+    if quiet:  # Ray core's own log lines (e.g. one per actor pool about its constructor arguments)
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     if not ray.is_initialized():
+        if address is not None and re.fullmatch(r"[^:/\s]+:\d{1,5}", address):
+            _check_reachable(address)
         kwargs: Dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": ray_level}
         if address is None:  # a new cluster of this machine, never one that happens to run here
             kwargs["num_cpus"] = os.cpu_count() or 1
@@ -148,6 +153,22 @@ def ensure_ray(address: Optional[str] = None) -> Any:
     logging.getLogger("ray.data").setLevel(ray_level)
     ray.data.DataContext.get_current().enable_progress_bars = False
     return ray
+
+
+#: Seconds to wait for a Ray head given as HOST:PORT to accept a connection (ray.init itself retries
+#: for ever against an address where nothing listens).
+CONNECT_TIMEOUT = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    import socket
+
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one with "
+                              f"'ray start --head --port {port}' or check the address") from None
 
 
 # -- rows: one per source (document), the nodes pickled -------------------------------------------
@@ -377,12 +398,18 @@ class _Driver:
             dataset = dataset.map_batches(_transform_rows, fn_args=(self.pre,), batch_size=SOURCES_PER_BATCH,
                                           num_cpus=TASK_CPUS, batch_format="default")
         if self.post:
+            resources = ray.cluster_resources()
+            workers = self.options.num_workers
             gpus = self.options.num_gpus_per_worker
             if gpus is None:  # one GPU per actor, or a fair share when there are more actors than GPUs
-                gpus = min(1.0, ray.cluster_resources().get("GPU", 0) / self.options.num_workers)
+                gpus = min(1.0, resources.get("GPU", 0) / workers)
+            # the actors' CPUs leave room for the read tasks (and writers), however many actors were asked
+            # for: with whole CPUs, N actors on N CPUs starve the reads and the run waits for ever
+            spare = resources.get("CPU", 1) - 2 * TASK_CPUS - WRITER_ACTOR_CPUS * self.options.num_writers
+            actor_cpus = max(0.01, min(EMBED_ACTOR_CPUS, spare / workers))
             dataset = dataset.map_batches(
                 type("_Transformer", (_Transformer,), {"steps": self.post}), batch_size=SOURCES_PER_BATCH,
-                compute=ray.data.ActorPoolStrategy(size=self.options.num_workers), num_cpus=EMBED_ACTOR_CPUS,
+                compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=actor_cpus,
                 num_gpus=gpus, batch_format="default")
         if self.worker_writes:
             dataset = dataset.map_batches(
@@ -486,10 +513,18 @@ def run_documents_on_ray(
         items = [{"doc_id": s.doc_id, "fingerprint": s.fingerprint, "payload": _dump(s.inputs), "failure": "",
                   "junk": b"", "embedded": 0} for s in plan.sources]
         if items:
-            blocks = max(2, min(len(items) // driver.options.files_per_task + 1, 64))
+            blocks = _blocks(len(items), driver.options)
             driver.ingest(driver.ray.data.from_items(items, override_num_blocks=blocks),
                           {s.doc_id: _Todo(s.fingerprint, s.status) for s in plan.sources})
     return driver.finish(delete_absent, delete_scope, raise_on_error)
+
+
+def _blocks(n: int, options: RayOptions) -> int:
+    """Blocks of an ingest pass over ``n`` files or documents: one per ``files_per_task`` (each block
+    is committed as it finishes, as a local batch is), and at least two per embed actor so that every
+    actor has work; at most 4096 (Ray's per-block overhead)."""
+    per_task = -(-n // options.files_per_task)
+    return max(1, min(n, 4096, max(per_task, 2 * options.num_workers)))
 
 
 @dataclass
@@ -548,7 +583,7 @@ def run_files_on_ray(
             which = {str(item["path"]): int(item["reader"]) for item in items}
             files = [{"path": p, "reader": which[p], "wanted": json.dumps(ids)} for p, ids in sorted(wanted.items())]
             del items, wanted
-            blocks = max(2, min(len(files) // options.files_per_task + 1, 256))
+            blocks = _blocks(len(files), options)
             load = ray.data.from_items(files, override_num_blocks=blocks).map_batches(
                 _load_task, fn_args=(list(readers), engine.config_digest()), batch_size=options.files_per_task,
                 num_cpus=TASK_CPUS, batch_format="default")
