@@ -369,3 +369,24 @@ def test_ragloom_index_names_a_ray_address_where_nothing_answers(tmp_path, corpu
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and time.monotonic() - t0 < 60
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_collection_dropped_behind_the_index_is_reported_and_full_rebuilds_it(milvus_server, corpus, tmp_path):
+    from pymilvus import MilvusClient
+
+    from ragloom.ingestion.paths import index_paths
+
+    small = tmp_path / "small"
+    small.mkdir()
+    for path in sorted(corpus.iterdir())[:3]:
+        shutil.copyfile(path, small / path.name)
+    spec = _spec(milvus_server, "dropped_behind")
+    first = index_paths([small], tmp_path / "index", show_progress=False, vector_store=spec)
+    assert "warning" not in first.extra
+    client = MilvusClient(uri=milvus_server)
+    client.drop_collection("dropped_behind")
+    client.close()
+    again = index_paths([small], tmp_path / "index", show_progress=False)
+    assert again.nodes_embedded == 0 and "changed outside ragloom" in again.extra["warning"]
+    full = index_paths([small], tmp_path / "index", show_progress=False, full=True)
+    assert "warning" not in full.extra and full.nodes_total == first.nodes_total

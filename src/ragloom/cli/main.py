@@ -171,6 +171,8 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
         click.echo(f"  engine          ray, {s['ray_workers']} embed worker(s)")
     if s.get("vector_store"):
         click.echo(f"  vector store    {s['vector_store']}")
+    if s.get("warning"):
+        click.secho(f"  warning         {s['warning']}", fg="yellow")
     ann = s.get("ann") or {}
     if ann.get("ann") == "built":
         click.echo(f"  ANN index       built over {ann['nodes']} nodes in {ann['seconds']:.1f} s")

@@ -537,11 +537,11 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
         junk=list(junk_files.values()),
-        extra=_extra_summary(ann, dist, index_dir),
+        extra=_extra_summary(ann, dist, index_dir, index),
     )
 
 
-def _extra_summary(ann: Dict[str, Any], where: _Distribution, index_dir: Path) -> Dict[str, Any]:
+def _extra_summary(ann: Dict[str, Any], where: _Distribution, index_dir: Path, index: Any) -> Dict[str, Any]:
     extra: Dict[str, Any] = {"ann": ann} if ann else {}
     if where.engine == "ray":
         extra.update(engine="ray", ray_workers=where.num_workers or 1)
@@ -549,6 +549,15 @@ def _extra_summary(ann: Dict[str, Any], where: _Distribution, index_dir: Path) -
     if recorded.is_file():
         spec = json.loads(recorded.read_text(encoding="utf-8"))
         extra["vector_store"] = f"{spec['kind']} collection {spec['collection_name']} at {spec['uri']}"
+        # a server store can be changed behind the docstore's back (a dropped collection)
+        infos = index.docstore.get_all_ref_doc_info() or {}
+        expected = sum(len(info.node_ids) for info in infos.values())
+        have = index.vector_store.count()
+        if have < expected:
+            extra["warning"] = (f"the {spec['kind']} collection holds {have} nodes but the index records {expected}: "
+                                "it was changed outside ragloom; run 'ragloom index --full' on the same paths to "
+                                "rebuild it")
+            logger.warning("%s", extra["warning"])
     return extra
 
 
