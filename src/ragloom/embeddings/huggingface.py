@@ -9,6 +9,7 @@ a name that is not a local folder and not already in the Hugging Face cache rais
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -32,10 +33,6 @@ _MODEL_CACHE: Dict[Tuple[str, str, str], Any] = {}
 _MODEL_LOCK = threading.Lock()
 #: ``max_seq_length`` of each cached model as loaded (instances may set their own per call).
 _MODEL_MAX_LENGTH: Dict[Tuple[str, str, str], int] = {}
-
-
-def _rebuild(cls: Any, kwargs: Dict[str, Any]) -> Any:
-    return cls(**kwargs)
 
 
 def bundled_model_path() -> Path:
@@ -273,7 +270,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
         loads the model itself, once, from the same files; the embedding cache is not sent."""
         args = dict(self._init_args, normalize=self.normalize, query_instruction=self.query_instruction,
                     text_instruction=self.text_instruction, quantize=self.quantize)
-        return (_rebuild, (type(self), args))
+        return (functools.partial(type(self), **args), ())
 
     def _config(self) -> Dict[str, Any]:
         import json

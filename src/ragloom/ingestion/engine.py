@@ -507,9 +507,14 @@ class IngestionEngine:
         """Record ``{source id: PENDING + fingerprint}`` before nodes reach a vector store outside
         the docstore's transaction: a crash before :meth:`record_written` then leaves sources the
         next run re-does (or deletes, when gone), never orphans."""
+        self.set_fingerprints({k: PENDING + v for k, v in fingerprints.items()})
+
+    def set_fingerprints(self, fingerprints: Dict[str, str]) -> None:
+        """Record ``{source id: fingerprint}`` in the docstore, in one transaction (nothing without a
+        docstore or fingerprints): a pending mark, or the new form of an unchanged source's record."""
         if self.docstore is not None and fingerprints:
             with self._transaction():
-                self.docstore.set_document_hashes({k: PENDING + v for k, v in fingerprints.items()})
+                self.docstore.set_document_hashes(fingerprints)
 
     def delete_vectors(self, doc_ids: Sequence[str]) -> None:
         """Delete the vector-store nodes of ``doc_ids`` (the docstore side is left to
@@ -613,9 +618,7 @@ class IngestionEngine:
             if plans is not None:
                 plans.append(plan)
             run.count_planned(plan)
-            if plan.rehash:
-                with self._transaction():
-                    self.docstore.set_document_hashes(plan.rehash)
+            self.set_fingerprints(plan.rehash)
             if not plan.sources and not plan.failed:
                 continue
             nodes = self._run_batch(plan, run, progress_callback, run_kw)

@@ -55,6 +55,7 @@ from ragloom.ingestion.engine import (
     FailureKind,
     IngestionEngine,
     IngestionStats,
+    Plan,
     SourcePlan,
     _RunState,
     prepare_source,
@@ -137,9 +138,8 @@ def ensure_ray(address: Optional[str] = None) -> Any:
     # Ray's own INFO lines (cluster start, each dataset's plan) only with ragloom's -v
     quiet = logger.getEffectiveLevel() > logging.INFO
     ray_level = logging.ERROR if quiet else logging.INFO
-    if quiet:
+    if quiet:  # and Ray core's own lines (e.g. one per actor pool about its constructor arguments)
         warnings.filterwarnings("ignore", category=UserWarning, module=r"ray\.data\..*")
-    if quiet:  # Ray core's own log lines (e.g. one per actor pool about its constructor arguments)
         os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     if not ray.is_initialized():
         if address is not None and re.fullmatch(r"[^:/\s]+:\d{1,5}", address):
@@ -235,7 +235,6 @@ def _load_task(batch: Dict[str, Any], readers: List[Any], digest: str) -> Dict[s
 def _transform_rows(batch: Dict[str, Any], steps: List[Any]) -> Dict[str, List[Any]]:
     """Run ``steps`` over the sources of a batch with the engine's failure isolation; the chunks a
     junk filter drops travel with their source's row to the driver."""
-    from ragloom.ingestion.engine import Plan
     from ragloom.ingestion.junk import JunkFilter
 
     rows = list(_each(batch))
@@ -347,8 +346,7 @@ class _Driver:
         if status in ("unchanged", "rehash"):
             stats.unchanged += 1
             if status == "rehash":
-                with self.engine._transaction():
-                    self.engine.docstore.set_document_hashes({doc_id: fingerprint})
+                self.engine.set_fingerprints({doc_id: fingerprint})
             return None
         return status
 
@@ -422,10 +420,8 @@ class _Driver:
         lost = [d for d in todo if d not in done]  # its file no longer holds it (changed since the plan pass)
         for doc_id in lost:
             self.fail(doc_id, "transient: " + REASON_CHANGED, todo[doc_id].path)
-        if lost and not self.worker_writes:
-            self.engine.write([], [], lost)
-        elif lost:
-            self.engine.record_written([], [], lost)
+        if lost:
+            self._settle([], [], lost)
 
     def _commit(self, rows: List[Dict[str, Any]], todo: Dict[str, _Todo]) -> List[str]:
         """Record one batch of finished sources (write it, for the driver-written SQLite store);
@@ -454,10 +450,7 @@ class _Driver:
             return delete
         if self.progress_callback is not None:
             self.progress_callback("embedded", len(nodes))
-        if self.worker_writes:
-            self.engine.record_written(ok, nodes, delete)
-        elif self.engine.docstore is not None or self.engine.vector_store is not None:
-            self.engine.write(ok, nodes, delete)
+        self._settle(ok, nodes, delete)
         stats.batches += 1
         stats.added += sum(1 for s in ok if s.status == "new")
         stats.updated += sum(1 for s in ok if s.status == "changed")
@@ -467,6 +460,14 @@ class _Driver:
         if self.progress_callback is not None:
             self.progress_callback("committed", nodes)
         return delete
+
+    def _settle(self, ok: List[SourcePlan], nodes: List[BaseNode], delete: List[str]) -> None:
+        """Record ``ok`` sources with their ``nodes`` and forget ``delete``: the docstore side only
+        when writer actors put the nodes in the vector store, else :meth:`IngestionEngine.write`."""
+        if self.worker_writes:
+            self.engine.record_written(ok, nodes, delete)
+        elif self.engine.docstore is not None or self.engine.vector_store is not None:
+            self.engine.write(ok, nodes, delete)
 
     def finish(self, delete_absent: bool, delete_scope: Optional[Callable[[str], bool]],
                raise_on_error: bool) -> IngestionStats:
@@ -504,9 +505,7 @@ def run_documents_on_ray(
                              "Pass the documents, or run pre-split nodes with the local engine")
         plan = engine.plan(documents, force=force)
         driver.run.count_planned(plan)
-        if plan.rehash:
-            with engine._transaction():
-                engine.docstore.set_document_hashes(plan.rehash)
+        engine.set_fingerprints(plan.rehash)
         if plan.failed:  # bad metadata: their old nodes go too
             with engine._transaction():
                 engine._delete([f.doc_id for f in plan.failed])

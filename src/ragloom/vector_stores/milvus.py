@@ -49,6 +49,7 @@ write of several batches may leave earlier batches written.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -192,10 +193,6 @@ def expr_from_filters(
 
 
 # ---------------------------------------------------------------------------- the store
-def _reconnect(cls: Any, kwargs: Dict[str, Any]) -> Any:
-    return cls(**kwargs)
-
-
 def _import_pymilvus() -> Any:
     return require("pymilvus", "milvus", "MilvusVectorStore")
 
@@ -309,7 +306,7 @@ class MilvusVectorStore(BasePydanticVectorStore):
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
         """Pickle as the connection arguments: a worker process of a distributed run (Ray) opens
         its own client to the same collection (credentials included)."""
-        return (_reconnect, (type(self), self._init_args))
+        return (functools.partial(type(self), **self._init_args), ())
 
     # -- collection management --------------------------------------------------------------
     @property
