@@ -57,13 +57,16 @@ def test_symlinked_folder_has_one_identity_and_deletions_are_seen(tmp_path):
 
 def test_metadata_longer_than_the_budget_skips_that_file_only(tmp_path):
     runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    # the file path is not embedded: a deep one costs nothing; an embedded Markdown title can
     deep = docs / ("孙悟空猪八戒沙和尚唐三藏白龙马" * 3) / ("花果山水帘洞美猴王" * 3)
     deep.mkdir(parents=True)
     (deep / "z.txt").write_text("deep file", encoding="utf-8")
+    (docs / "t.md").write_text("# " + "花果山水帘洞美猴王" * 10 + "\n\nbody text", encoding="utf-8")
     s = _index(runner, [docs], idx, "--chunk-size", "64", "--chunk-overlap", "8")
-    bad = [x for x in s["skipped"] if x["path"].endswith("z.txt")]
-    assert bad and "cannot be split" in bad[0]["reason"] and "file_path" in bad[0]["reason"]
-    assert s["documents"]["in_index"] == 2 and s["nodes_total"] >= 2
+    bad = [x for x in s["skipped"] if x["path"].endswith("t.md")]
+    assert bad and "cannot be split" in bad[0]["reason"] and "document_title" in bad[0]["reason"]
+    assert not [x for x in s["skipped"] if x["path"].endswith("z.txt")]
+    assert s["documents"]["in_index"] == 3 and s["nodes_total"] >= 3
 
 
 def test_bad_chunk_options_fail_cleanly_before_creating_an_index(tmp_path):
@@ -159,3 +162,20 @@ def test_an_empty_query_is_a_clean_error(tmp_path):
         assert res.exit_code == 1 and "the query is empty" in res.output and "Traceback" not in res.output
     res = runner.invoke(cli, ["ask", " ", "--index-dir", str(idx), "--llm", "mock"])
     assert res.exit_code == 2 and "the question is empty" in res.output
+
+
+def test_a_renamed_or_moved_file_reuses_its_vectors(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    long_text = " ".join(f"Sentence {i} about tides, harbours and the ferries that cross them." for i in range(120))
+    (docs / "harbour.md").write_text(long_text, encoding="utf-8")
+    first = _index(runner, [docs], idx)
+    (docs / "sub").mkdir()
+    os.rename(docs / "harbour.md", docs / "sub" / "ports and tides.md")
+    os.rename(docs / "tea.txt", docs / "green-tea.txt")
+    s = _index(runner, [docs], idx)
+    # the path is not part of the embedded text: the same chunks come from the embedding cache
+    assert s["documents"]["added"] == 2 and s["documents"]["deleted"] == 2
+    assert s["nodes_embedded"] == 0 and s["nodes_reused"] == s["nodes_written"] > 2
+    assert s["nodes_total"] == first["nodes_total"]
+    hits = _query(runner, idx, "ferries crossing the harbour")["results"]
+    assert os.path.basename(hits[0]["file_path"]) == "ports and tides.md"

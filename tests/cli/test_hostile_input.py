@@ -5,6 +5,8 @@ chunk size too small for the metadata and an empty folder: reported, never a cra
 from __future__ import annotations
 
 import json
+
+import pytest
 import os
 import re
 
@@ -93,12 +95,16 @@ def test_special_and_oversized_files_are_reported_not_read(tmp_path):
     assert json.loads(with_limit_off.stdout)["documents"]["added"] == 1
 
 
-def test_a_chunk_size_too_small_for_the_path_fails_before_reading_and_an_empty_folder_warns(tmp_path, caplog):
+def test_a_chunk_size_too_small_fails_before_reading_and_an_empty_folder_warns(tmp_path, caplog):
     root, _ = _folder(tmp_path)
-    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--chunk-size", "16",
-                                   "--no-progress"])
-    assert res.exit_code != 0 and "Traceback" not in res.output
-    assert "leaves" in res.output and "use --chunk-size" in res.output, res.output
+    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--chunk-size", "12",
+                                   "--chunk-overlap", "0", "--no-progress"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "Invalid value for '--chunk-size': 12 is not in the range x>=16" in res.output, res.output
+    from ragloom.ingestion.paths import index_paths
+
+    with pytest.raises(ValueError, match=r"chunk_size 12 \(--chunk-size\) leaves under 16 tokens .* 64 or more"):
+        index_paths([root], tmp_path / "idx1", chunk_size=12, chunk_overlap=0, show_progress=False)
     empty = tmp_path / "empty"
     empty.mkdir()
     with caplog.at_level("WARNING"):

@@ -197,16 +197,17 @@ def test_docx_corrupt(tmp_path: Path) -> None:
         DocxReader().load_data(f)
 
 
-@pytest.mark.parametrize("name", ["CantinaBand3.wav", "img/example.jpg"])
-def test_binary_skipped(ex: Path, name: str) -> None:
+@pytest.mark.parametrize("name, kind", [("CantinaBand3.wav", "audio: "), ("img/example.jpg", "image: "),
+                                        ("img/DA-1p.png", "image: ")])
+def test_media_files_skipped_naming_their_kind(ex: Path, name: str, kind: str) -> None:
     r = SimpleDirectoryReader(input_files=[ex / name])
     assert r.load_data() == []
-    assert r.report.skipped[0].reason == "binary file"
+    assert r.report.skipped[0].reason.startswith(kind + "no text to read")
 
 
 @pytest.mark.parametrize(
     "name, kind",
-    [("fake.doc", "Word 97-2003; convert it to DOCX"), ("simple.zip", "ZIP archive; no reader yet"),
+    [("fake.doc", "Word 97-2003; convert it to DOCX"),
      ("fake-power-point.ppt", "PowerPoint 97-2003; convert it to PPTX")],
 )
 def test_known_binary_formats_are_reported_as_unsupported(ex: Path, name: str, kind: str) -> None:

@@ -17,7 +17,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               embed_model: str = "default", show_progress: bool = True,
               include_hidden: bool = False, files_per_batch: int = 32,
               wait: bool = False, parser: str = "auto",
-              max_file_size: Optional[int] = 100 * 2**20, keep_junk: bool = False,
+              max_file_size: Optional[int] = 100 * 2**20, read_timeout: Optional[float] = 300.0,
+              keep_junk: bool = False,
               **distribution: Any) -> Dict[str, Any]:
     """``ragloom index``: one call of :func:`ragloom.ingestion.paths.index_paths`; returns its summary
     as a dict (:meth:`IndexSummary.to_dict <ragloom.ingestion.paths.IndexSummary.to_dict>`).
@@ -42,7 +43,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
             paths, index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, required_exts=required_exts,
             exclude=exclude, recursive=recursive, full=full, embed_model=embed_model,
             show_progress=show_progress, include_hidden=include_hidden, files_per_batch=files_per_batch,
-            wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, keep_junk=keep_junk,
+            wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, read_timeout=read_timeout,
+            keep_junk=keep_junk,
             **distribution,
         )
     except (MissingDependencyError, ConnectionError) as exc:

@@ -92,6 +92,8 @@ def _echo_json(data: Any) -> None:
                    "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
 @click.option("--max-file-size", type=click.FloatRange(min=0), default=100, show_default=True,
               help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
+@click.option("--read-timeout", type=click.FloatRange(min=0), default=300, show_default=True,
+              help="Skip (and list) a file whose reading takes longer than this many seconds; 0: no limit.")
 @click.option("--keep-junk", is_flag=True,
               help="Also index chunks that are mostly base64, hex or control words (left out and listed by default).")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
@@ -108,12 +110,13 @@ def _echo_json(data: Any) -> None:
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, fast: bool, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
-              parser: str, max_file_size: float, keep_junk: bool, engine: str, ray_address: Optional[str],
-              num_workers: Optional[int], vector_store: Optional[str]) -> None:
+              parser: str, max_file_size: float, read_timeout: float, keep_junk: bool, engine: str,
+              ray_address: Optional[str], num_workers: Optional[int], vector_store: Optional[str]) -> None:
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml),
-    RTF, and PPTX/XLSX with ragloom[office] (encodings detected, GBK/GB18030 included),
+    RTF, ZIP archives (member by member), and with ragloom[office] PPTX, XLSX/XLS,
+    ODT/ODS/ODP, EPUB and Outlook .msg (encodings detected, GBK/GB18030 included),
     splits them into chunks that fit the embedding model, embeds and stores them.
     Unreadable files, and chunks that are mostly base64 or hex, are skipped and listed
     with the reason. Running it again only processes new or changed files and removes the
@@ -133,7 +136,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
         required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
         full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
         include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
-        max_file_size=int(max_file_size * 2**20) or None, keep_junk=keep_junk,
+        max_file_size=int(max_file_size * 2**20) or None, read_timeout=read_timeout or None, keep_junk=keep_junk,
         engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
     )
     if as_json:

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, fs_path, path_text
 from ragloom.ingestion.junk import JunkFilter
-from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE
+from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE, DEFAULT_READ_TIMEOUT
 from ragloom.readers.report import FileSkipped
 
 logger = logging.getLogger(__name__)
@@ -216,19 +216,21 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
              exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]],
-             max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE) -> List[Any]:
+             limits: Optional[Dict[str, Any]] = None) -> List[Any]:
+    """One reader for the files among ``paths`` and one per folder; ``limits``: the
+    ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``."""
     from ragloom.readers import SimpleDirectoryReader
 
+    limits = limits or {}
     readers = []
     files = [p for p in paths if p.is_file()]
     if files:
-        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within,
-                                             max_file_size=max_file_size))
+        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within, **limits))
     for p in paths:
         if p.is_dir():
             readers.append(SimpleDirectoryReader(
                 input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
-                exclude_hidden=not include_hidden, within=within, max_file_size=max_file_size,
+                exclude_hidden=not include_hidden, within=within, **limits,
             ))
     return readers
 
@@ -285,6 +287,7 @@ def index_paths(
     on_progress: Optional[Callable[[IndexProgress], None]] = None,
     within: Optional[Sequence[PathLike]] = None,
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+    read_timeout: Optional[float] = DEFAULT_READ_TIMEOUT,
     keep_junk: bool = False,
     engine: str = "local",
     ray_address: Optional[str] = None,
@@ -315,6 +318,8 @@ def index_paths(
       :func:`~ragloom.settings.default_node_parser`.
     - ``max_file_size``: files larger than this many bytes are skipped unread and reported
       (default 100 MiB; ``None``: any size), as ``SimpleDirectoryReader(max_file_size=)``.
+    - ``read_timeout``: a file whose read takes longer than this many seconds is skipped and
+      reported (default 300; ``None``: no limit), as ``SimpleDirectoryReader(read_timeout=)``.
     - Chunks that are mostly base64, hex or control words (:func:`~ragloom.ingestion.junk.junk_kind`)
       are left out and listed per file in ``junk`` (``[{"path", "chunks", "kinds"}]``), unless
       ``keep_junk``.
@@ -352,37 +357,27 @@ def index_paths(
         return _index_locked(
             [Path(canonical_path(p)) for p in paths], Path(index_dir), chunk_size, chunk_overlap, required_exts,
             exclude, recursive, full, embed_model, show_progress, include_hidden, files_per_batch, parser,
-            on_progress, within, max_file_size, keep_junk, _Distribution(engine, ray_address, num_workers),
+            on_progress, within, {"max_file_size": max_file_size, "read_timeout": read_timeout}, keep_junk,
+            _Distribution(engine, ray_address, num_workers),
             vector_store,
         )
     finally:
         lock.release()
 
 
-#: The fewest tokens of text a chunk must have room for beside the metadata embedded with it (the
-#: file path): when even the shortest path leaves less, every file would be skipped, so ``ragloom
-#: index`` refuses to start instead.  (A single deep path is skipped alone, with its reason.)
+#: The fewest tokens of text a chunk must hold: a smaller ``chunk_size`` makes ``ragloom index``
+#: refuse to start.  (The file path is not embedded; a document whose own embedded metadata, such
+#: as a long Markdown title, leaves no room is skipped alone, with its reason.)
 MIN_TEXT_TOKENS = 16
 
 
-def _check_room_for_text(splitter: Any, listed: Sequence[str]) -> None:
-    """Raise ``ValueError`` before any file is read when ``splitter.chunk_size`` leaves fewer than
-    :data:`MIN_TEXT_TOKENS` tokens of text beside even the shortest of the ``listed`` file paths."""
+def _check_room_for_text(splitter: Any) -> None:
+    """Raise ``ValueError`` before any file is read when ``splitter.chunk_size`` is under
+    :data:`MIN_TEXT_TOKENS` tokens."""
     size = splitter.chunk_size
-    if not size:
-        return
-    shortest = [p for p in sorted(listed, key=len)[:64] if os.path.isfile(fs_path(p))][:8]
-    if not shortest:
-        return
-    tok = splitter.tokenizer
-    used, path = min((tok.count(Document(text="x", metadata={"file_path": p}).get_metadata_str(MetadataMode.EMBED)
-                                + "\n\n"), p) for p in shortest)
-    if size - used < MIN_TEXT_TOKENS:
-        raise ValueError(
-            f"chunk_size {size} (--chunk-size) leaves {max(size - used, 0)} tokens of text per chunk: the file path "
-            f"embedded with each chunk takes {used} tokens ({display_path(path)}); use --chunk-size "
-            f"{used + 64} or more (room for 64 tokens of text)"
-        )
+    if size and size < MIN_TEXT_TOKENS:
+        raise ValueError(f"chunk_size {size} (--chunk-size) leaves under {MIN_TEXT_TOKENS} tokens of text per "
+                         f"chunk; use --chunk-size 64 or more")
 
 
 @dataclass
@@ -426,7 +421,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   files_per_batch: int, parser: str,
                   report: Optional[Callable[[IndexProgress], None]],
                   within: Optional[Sequence[PathLike]] = None,
-                  max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE, keep_junk: bool = False,
+                  limits: Optional[Dict[str, Any]] = None, keep_junk: bool = False,
                   where: Optional[_Distribution] = None, vector_store: Optional[str] = None) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, FailureKind, IngestionPipeline
     from ragloom.settings import default_node_parser
@@ -466,10 +461,10 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         disable_cache=True,
     )
 
-    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, max_file_size)
+    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, limits)
     listing = [r.list_resources() for r in readers]  # one walk of the folders for everything below
     listed = [p for files in listing for p in files]
-    _check_room_for_text(splitter, listed)
+    _check_room_for_text(splitter)
     scope = _Scope(paths, index.docstore)
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report,
                  files_total=len(listed))
@@ -605,6 +600,7 @@ class _Feed:
         self.tokenizer = tokenizer
         self.report = report
         self.tokens = 0
+        self._transient = 0
         self.progress = IndexProgress(files_total=files_total)
         self.bar_files = tqdm(total=self.progress.files_total, desc="Reading  ", unit="file", position=0,
                               disable=not show_progress)
@@ -643,12 +639,16 @@ class _Feed:
         self.scope.read.update(canonical_path(f.path) for f in read_report.read)
         for s in read_report.skipped:
             self._skipped(s)
-        self.progress.files_done = len(self.scope.read) + len(self.progress.skipped)
+        for s in read_report.members_skipped:  # listed for the user; the archive itself was read
+            self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": False})
+        self.progress.files_done = len(self.scope.read) + len(self.scope.gone) + self._transient
         self._tell()
 
     def _skipped(self, s: FileSkipped) -> None:
         self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
-        if not s.transient:
+        if s.transient:
+            self._transient += 1
+        else:
             self.scope.gone.add(canonical_path(s.path))
 
     def note_read(self, path: str) -> None:

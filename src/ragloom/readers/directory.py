@@ -7,8 +7,11 @@ import fnmatch
 import logging
 import mimetypes
 import os
+import signal
 import stat
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -25,14 +28,19 @@ from typing import (
     Union,
 )
 
+from ragloom._optional import available
 from ragloom.errors import ReaderError
+from ragloom.readers.archive import member_id, zip_members
 from ragloom.readers.base import BaseReader, doc_id_for, file_path_str, fs_path, path_text
 from ragloom.readers.csv_reader import CSVReader
 from ragloom.readers.docx_reader import DocxReader
-from ragloom.readers.email_reader import EmailReader
+from ragloom.readers.email_reader import EmailReader, looks_like_email
+from ragloom.readers.msg_reader import MsgReader
 from ragloom.readers.html_reader import HTMLReader
 from ragloom.readers.json_reader import JSONReader
-from ragloom.readers.office import PptxReader, XlsxReader, office_available
+from ragloom.readers.epub import EpubReader
+from ragloom.readers.odf import OdfReader
+from ragloom.readers.office import PptxReader, XlsReader, XlsxReader, office_available
 from ragloom.readers.pdf import PDFReader
 from ragloom.readers.rtf_reader import RTFReader
 from ragloom.readers.report import FileRead, FileSkipped, ReadReport
@@ -46,12 +54,15 @@ __all__ = [
     "default_file_metadata_func",
     "default_file_extractor",
     "DEFAULT_EXCLUDED_METADATA_KEYS",
+    "DEFAULT_EXCLUDED_EMBED_METADATA_KEYS",
+    "DEFAULT_MAX_FILE_SIZE",
+    "DEFAULT_READ_TIMEOUT",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 #: Default metadata keys hidden from both the embed and the LLM view (so they also stay
-#: out of ``Document.hash``): only ``file_path`` (and a PDF's ``page_label``) is embedded.
+#: out of ``Document.hash``): the LLM sees ``file_path`` (and a PDF's ``page_label``).
 DEFAULT_EXCLUDED_METADATA_KEYS: Tuple[str, ...] = (
     "file_name",
     "file_type",
@@ -60,6 +71,12 @@ DEFAULT_EXCLUDED_METADATA_KEYS: Tuple[str, ...] = (
     "last_modified_date",
     "last_accessed_date",
 )
+
+#: Default metadata keys hidden from the embed view: the above and ``file_path`` and
+#: ``archive_member``, so the embedded text of a chunk does not depend on where its file lives
+#: and a renamed or moved file re-uses its vectors from the embedding cache.  (LlamaIndex embeds
+#: ``file_path``; this is a deliberate difference.)
+DEFAULT_EXCLUDED_EMBED_METADATA_KEYS: Tuple[str, ...] = DEFAULT_EXCLUDED_METADATA_KEYS + ("file_path", "archive_member")
 
 _VALID_ERRORS_HINT = "a codec error handler such as 'strict', 'replace', 'ignore', 'backslashreplace'"
 
@@ -116,7 +133,14 @@ def default_file_extractor(encoding: Optional[str] = None, errors: str = "strict
         ".csv": csv_reader,
         ".tsv": csv_reader,
         ".eml": EmailReader(),
+        ".p7s": EmailReader(),  # a signed message saved whole (a bare signature: reported as such)
+        ".p7m": EmailReader(),
         ".rtf": RTFReader(),
+        **({".msg": MsgReader()} if available("extract_msg") else {}),
+        **({".xls": XlsReader()} if available("xlrd") else {}),
+        **({ext: OdfReader() for ext in (".odt", ".ods", ".odp", ".odg", ".ott", ".ots", ".otp")}
+           if available("odfdo") else {}),
+        **({".epub": EpubReader()} if available("ebooklib") else {}),
         **({".pptx": PptxReader(), ".xlsx": XlsxReader(), ".xlsm": XlsxReader()} if office_available() else {}),
     }
 
@@ -129,6 +153,11 @@ class _Context:
     fallback: BaseReader
     file_metadata: Optional[Callable[[str], Dict[str, Any]]]
     max_file_size: Optional[int] = None
+    read_timeout: Optional[float] = None
+
+    def is_archive(self, path: Path) -> bool:
+        """Whether ``path`` is read member by member (a ``.zip`` no ``file_extractor`` claims)."""
+        return path.suffix.lower() == ".zip" and ".zip" not in self.extractors
 
     def reader_for(self, path: Path) -> BaseReader:
         name = path.name.lower()
@@ -146,11 +175,24 @@ class _Context:
 UNSUPPORTED_FORMATS = {
     ".pptx": "PowerPoint; install ragloom[office] to read it", ".ppt": "PowerPoint 97-2003; convert it to PPTX",
     ".xlsx": "Excel; install ragloom[office] to read it", ".xlsm": "Excel; install ragloom[office] to read it",
-    ".xls": "Excel 97-2003; convert it to XLSX", ".doc": "Word 97-2003; convert it to DOCX",
-    ".odt": "OpenDocument text; no reader yet", ".ods": "OpenDocument spreadsheet; no reader yet",
-    ".odp": "OpenDocument presentation; no reader yet", ".epub": "EPUB; no reader yet",
-    ".msg": "Outlook message; no reader yet", ".zip": "ZIP archive; no reader yet",
+    ".xls": "Excel 97-2003; install ragloom[office] to read it", ".doc": "Word 97-2003; convert it to DOCX",
+    ".odt": "OpenDocument text; install ragloom[office] to read it",
+    ".ods": "OpenDocument spreadsheet; install ragloom[office] to read it",
+    ".odp": "OpenDocument presentation; install ragloom[office] to read it",
+    ".epub": "EPUB; install ragloom[office] to read it",
+    ".msg": "Outlook message; install ragloom[office] to read it",
 }
+
+#: Skip reasons of files that hold no text by their kind (by MIME type prefix, from the extension).
+MEDIA_REASONS = {
+    "image/": "image: no text to read (ragloom does no OCR; run OCR first to index its text)",
+    "audio/": "audio: no text to read (transcribe it first to index it)",
+    "video/": "video: no text to read (transcribe it first to index it)",
+}
+
+#: Skip reason of a file whose size or modification time changed while it was read: what was
+#: read may be half old, half new.  Transient: an index keeps what it had, the next run reads it.
+REASON_CHANGED = "changed while being read (the next run reads it again)"
 
 
 _Skip = Tuple[str, Optional[BaseException]]
@@ -161,6 +203,45 @@ _Skip = Tuple[str, Optional[BaseException]]
 #: embedding), with a reason naming the way to read it anyway.
 DEFAULT_MAX_FILE_SIZE = 100 * 2**20
 
+#: Default of ``SimpleDirectoryReader(read_timeout=)`` and ``ragloom index --read-timeout``:
+#: 300 seconds of reading for one file (a 100 MiB text file reads in about 5 s here; the
+#: 872-page DOCX of the mixed_docs fixtures in about 10 s).
+DEFAULT_READ_TIMEOUT = 300.0
+
+
+class _ReadTimeout(BaseException):
+    """Raised in the reading thread when a file's read passes ``read_timeout`` (a
+    ``BaseException``, so a library's ``except Exception`` cannot swallow it)."""
+
+
+def _timeout_reason(seconds: float) -> str:
+    return (f"read took over the {seconds:g} s limit (raise it with ragloom index --read-timeout SECONDS, "
+            "or read_timeout= in Python)")
+
+
+@contextmanager
+def _time_limit(seconds: Optional[float]) -> Iterator[None]:
+    """Raise :class:`_ReadTimeout` in this thread after ``seconds`` (POSIX ``SIGALRM`` timer).
+
+    Enforced only in a process's main thread on platforms with ``SIGALRM`` (signals are delivered
+    to the main thread); elsewhere — a server's worker thread, Windows — the read is not limited.
+    A read blocked inside C code is interrupted when it next returns to Python."""
+    if (seconds is None or not hasattr(signal, "SIGALRM")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise _ReadTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
 
 def _mb(size: int) -> str:
     if size < 2**20:
@@ -168,9 +249,9 @@ def _mb(size: int) -> str:
     return f"{size / 2**20:.1f} MB" if size < 10 * 2**20 else f"{size / 2**20:.0f} MB"
 
 
-def _stat_skip(path: Path, max_size: Optional[int] = None) -> Optional[_Skip]:
+def _stat_skip(path: Path, max_size: Optional[int] = None) -> Union[_Skip, os.stat_result]:
     """``(reason, cause)`` when ``path`` is not a non-empty regular file of at most ``max_size``
-    bytes, else ``None``.  FIFOs, sockets and devices are never opened (``stat`` only)."""
+    bytes, else its ``stat``.  FIFOs, sockets and devices are never opened (``stat`` only)."""
     try:
         st = os.stat(path)
     except FileNotFoundError as exc:
@@ -186,7 +267,7 @@ def _stat_skip(path: Path, max_size: Optional[int] = None) -> Optional[_Skip]:
     if max_size is not None and st.st_size > max_size:
         return (f"too large: {_mb(st.st_size)} is over the {_mb(max_size)} limit "
                 "(raise it with ragloom index --max-file-size MB, or max_file_size= in Python)"), None
-    return None
+    return st
 
 
 def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) -> Union[List[Document], _Skip]:
@@ -197,6 +278,11 @@ def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) ->
         ext = path.suffix.lower()
         if exc.reason == REASON_BINARY and ext in UNSUPPORTED_FORMATS:
             return f"unsupported format ({UNSUPPORTED_FORMATS[ext]})", exc
+        if exc.reason == REASON_BINARY:
+            kind = mimetypes.guess_type(path.name)[0] or ""
+            for prefix, reason in MEDIA_REASONS.items():
+                if kind.startswith(prefix):
+                    return reason, exc
         return exc.reason, exc
     except PermissionError as exc:
         return "permission denied", exc
@@ -210,12 +296,82 @@ def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) ->
         return f"corrupt or unreadable: {type(exc).__name__}: {exc}", exc
 
 
+def _finish(docs: List[Document], assign: bool, id_of: Callable[[Optional[int]], str]) -> List[Document]:
+    """``docs`` without empty ones, with the default hidden metadata keys, and (when ``assign``)
+    the ids ``id_of(part)`` (``part`` ``None`` for a file's only document)."""
+    docs = [d for d in docs if d.get_content().strip()]
+    for i, doc in enumerate(docs):
+        if assign:
+            doc.id_ = id_of(None if len(docs) == 1 else i)
+        doc.excluded_embed_metadata_keys = _merge(doc.excluded_embed_metadata_keys,
+                                                  DEFAULT_EXCLUDED_EMBED_METADATA_KEYS)
+        doc.excluded_llm_metadata_keys = _merge(doc.excluded_llm_metadata_keys, DEFAULT_EXCLUDED_METADATA_KEYS)
+    return docs
+
+
+#: Metadata key (hidden from both views) listing ``"member: reason"`` for the members of an
+#: archive that were not read; :class:`SimpleDirectoryReader` moves it into its report.
+ARCHIVE_SKIPPED_KEY = "archive_skipped"
+
+
+def _member_ids(archive_id: str, name: str) -> Callable[[Optional[int]], str]:
+    """The id of part ``part`` of archive member ``name`` (``None``: its only document)."""
+    return lambda part: member_id(archive_id, name if part is None else f"{name}_part_{part}")
+
+
+def _load_zip(path: Path, ctx: _Context, metadata: Optional[Dict[str, Any]]) -> Union[List[Document], _Skip]:
+    """The documents of a ZIP archive's members, each read by the reader of its extension (ids
+    ``f"{archive id}!/{member}"``, metadata ``archive_member``); members not read are listed under
+    :data:`ARCHIVE_SKIPPED_KEY` of the first document.  ``(reason, cause)`` when nothing is read."""
+    archive_id = doc_id_for(path)
+    docs: List[Document] = []
+    skipped: List[str] = []
+    try:
+        for member in zip_members(path, ctx.max_file_size):
+            if member.file is None:
+                skipped.append(f"{member.name}: {member.skipped}")
+                continue
+            reader = ctx.reader_for(Path(member.name))
+            loaded = _load(reader, member.file, {**(metadata or {}), "archive_member": member.name})
+            if isinstance(loaded, tuple):
+                skipped.append(f"{member.name}: {loaded[0]}")
+                continue
+            # ids always assigned: a reader's own would name the temporary copy
+            got = _finish(loaded, True, _member_ids(archive_id, member.name))
+            if not got:
+                skipped.append(f"{member.name}: {REASON_EMPTY}")
+            docs.extend(got)
+    except ReaderError as exc:
+        return exc.reason, exc
+    if not docs:
+        return ("no readable file in the archive" + (f" ({'; '.join(skipped[:3])}"
+                                                      f"{'; …' if len(skipped) > 3 else ''})" if skipped else "")), None
+    if skipped:
+        docs[0].metadata[ARCHIVE_SKIPPED_KEY] = skipped
+        docs[0].excluded_embed_metadata_keys.append(ARCHIVE_SKIPPED_KEY)
+        docs[0].excluded_llm_metadata_keys.append(ARCHIVE_SKIPPED_KEY)
+    return docs
+
+
+_EMAIL = EmailReader()
+
+
+def _sniff_email(path: Path) -> bool:
+    """Whether a file without a reader of its own (``.txt``, no extension …) is a raw e-mail message
+    (:func:`~ragloom.readers.email_reader.looks_like_email` on its first 8 KiB)."""
+    try:
+        with open(path, "rb") as f:
+            return looks_like_email(f.read(8192))
+    except OSError:
+        return False
+
+
 def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
     """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
     spath = file_path_str(path)
-    skip = _stat_skip(path, ctx.max_file_size)
-    if skip is not None:
-        return [], skip[0], skip[1]
+    before = _stat_skip(path, ctx.max_file_size)
+    if not isinstance(before, os.stat_result):
+        return [], before[0], before[1]
     try:
         metadata = ctx.file_metadata(spath) if ctx.file_metadata is not None else default_file_metadata_func(spath)
     except PermissionError as exc:
@@ -223,18 +379,26 @@ def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str],
     except Exception as exc:
         return [], f"file_metadata failed: {type(exc).__name__}: {exc}", exc
     reader = ctx.reader_for(path)
-    loaded = _load(reader, path, metadata)
+    if reader is ctx.fallback and _sniff_email(path):
+        reader = _EMAIL
+    try:
+        with _time_limit(ctx.read_timeout):
+            loaded = _load_zip(path, ctx, metadata) if ctx.is_archive(path) else _load(reader, path, metadata)
+    except _ReadTimeout:
+        return [], _timeout_reason(ctx.read_timeout or 0), None
     if isinstance(loaded, tuple):
         return [], loaded[0], loaded[1]
-    docs = [d for d in loaded if d.get_content().strip()]
+    try:
+        after = os.stat(path)
+    except OSError:
+        after = None
+    if after is None or (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        return [], REASON_CHANGED, None
+    if ctx.is_archive(path):
+        return loaded, None, None
+    docs = _finish(loaded, not getattr(reader, "assigns_ids", False), lambda part: doc_id_for(path, part))
     if not docs:
         return [], REASON_EMPTY, None
-    assign = not getattr(reader, "assigns_ids", False)
-    for i, doc in enumerate(docs):
-        if assign:
-            doc.id_ = doc_id_for(path, None if len(docs) == 1 else i)
-        doc.excluded_embed_metadata_keys = _merge(doc.excluded_embed_metadata_keys, DEFAULT_EXCLUDED_METADATA_KEYS)
-        doc.excluded_llm_metadata_keys = _merge(doc.excluded_llm_metadata_keys, DEFAULT_EXCLUDED_METADATA_KEYS)
     return docs, None, None
 
 
@@ -332,6 +496,15 @@ class SimpleDirectoryReader:
         max_file_size: skip (and report) files larger than this many bytes, unread; default
             :data:`DEFAULT_MAX_FILE_SIZE` (100 MiB), ``None`` for no limit.  (Not in LlamaIndex,
             which reads any size.)
+        read_timeout: skip (and report) a file whose read takes longer than this many seconds;
+            default :data:`DEFAULT_READ_TIMEOUT` (300 s), ``None`` for no limit.  Enforced in a
+            process's main thread on POSIX only (a ``SIGALRM`` timer); reads in other threads are
+            not limited.  (Not in LlamaIndex.)
+
+    ZIP archives (``.zip``, unless ``file_extractor`` maps it) are read member by member, each
+    member by the reader of its extension, within the limits of :mod:`ragloom.readers.archive`;
+    members that are not read are listed in :attr:`report` as ``"ARCHIVE!/MEMBER"``.  A file
+    whose size or modification time changes while it is read is skipped (``REASON_CHANGED``).
 
     Every skipped file (binary, empty or whitespace-only, encrypted or scanned PDF,
     permission denied, corrupt …) is logged and listed in :attr:`report` with its reason.
@@ -339,7 +512,8 @@ class SimpleDirectoryReader:
 
     Raises:
         ValueError: both or neither of ``input_dir``/``input_files``; ``num_files_limit``
-            or ``max_file_size`` not a positive int; unknown ``errors`` handler or ``encoding``; bad
+            or ``max_file_size`` not a positive int; ``read_timeout`` not a positive number;
+            unknown ``errors`` handler or ``encoding``; bad
             ``exclude``/``required_exts``/``file_extractor``.
         FileNotFoundError: ``input_dir`` or one of ``input_files`` does not exist.
         NotADirectoryError: ``input_dir`` is not a folder.
@@ -363,6 +537,7 @@ class SimpleDirectoryReader:
         show_progress: bool = False,
         within: Optional[Sequence[PathLike]] = None,
         max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
+        read_timeout: Optional[float] = DEFAULT_READ_TIMEOUT,
     ) -> None:
         if (input_dir is None) == (input_files is None):
             raise ValueError("give exactly one of input_dir and input_files")
@@ -375,6 +550,10 @@ class SimpleDirectoryReader:
             isinstance(max_file_size, bool) or not isinstance(max_file_size, int) or max_file_size <= 0
         ):
             raise ValueError(f"max_file_size must be a positive int (bytes) or None; got {max_file_size!r}")
+        if read_timeout is not None and (
+            isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not read_timeout > 0
+        ):
+            raise ValueError(f"read_timeout must be a positive number of seconds or None; got {read_timeout!r}")
         if isinstance(exclude, str):
             exclude = [exclude]
         if isinstance(required_exts, str):
@@ -413,7 +592,8 @@ class SimpleDirectoryReader:
         for ext, rdr in (file_extractor or {}).items():
             extractors[("." + ext.lstrip(".")).lower()] = rdr
         self.file_extractor: Dict[str, BaseReader] = extractors
-        self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata, max_file_size)
+        self.read_timeout = None if read_timeout is None else float(read_timeout)
+        self._ctx = _Context(extractors, TextReader(encoding, errors), file_metadata, max_file_size, self.read_timeout)
         self._report = ReadReport()
         self._listing_skips: List[FileSkipped] = []
         self.within: Optional[List[Path]] = (
@@ -542,6 +722,10 @@ class SimpleDirectoryReader:
         else:
             report.read.append(FileRead(spath, len(docs), sum(len(d.text) for d in docs)))
             logger.debug("read %s: %d documents", spath, len(docs))
+            for entry in docs[0].metadata.get(ARCHIVE_SKIPPED_KEY, ()):
+                name, _, why = entry.partition(": ")
+                report.members_skipped.append(FileSkipped(f"{spath}!/{name}", why))
+                logger.warning("skipping %s!/%s: %s", spath, name, why)
 
     def _start(self) -> Tuple[List[Path], ReadReport]:
         report = ReadReport()

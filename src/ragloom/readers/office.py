@@ -1,5 +1,5 @@
-"""PowerPoint (``.pptx``, python-pptx) and Excel (``.xlsx`` / ``.xlsm``, openpyxl), extra
-``ragloom[office]``.
+"""PowerPoint (``.pptx``, python-pptx) and Excel (``.xlsx`` / ``.xlsm``, openpyxl; legacy ``.xls``,
+xlrd), extra ``ragloom[office]``.
 
 - **PPTX**: one document per slide, ``page_label`` = the slide number (1-based): the title first,
   then every other shape's text in reading order (top to bottom, left to right; group shapes
@@ -7,7 +7,11 @@
   Slides without text are left out.
 - **XLSX**: one document per non-empty worksheet, ``sheet_name`` in the metadata: a ``Sheet: name``
   line, then one line per row with the row's non-empty cells joined by ``" | "`` (computed values,
-  not formulas: openpyxl's ``data_only``), so a row stays together in a chunk.
+  not formulas: openpyxl's ``data_only``), so a row stays together in a chunk.  Whole numbers
+  print without ``.0``, dates as ISO dates (a date-time at midnight as the date alone).
+- **XLS** (Excel 97-2003): the same shape as XLSX (the cached values of formulas; dates from the
+  workbook's 1900/1904 date system, error cells as ``#DIV/0!`` …).  An ``.xls`` file that is really
+  an XLSX/ODS zip or an HTML/XML page (Excel's web or XML export) is reported as such.
 
 Without the extra installed, these files are reported as "unsupported format (… install
 ragloom[office])".  Encrypted (password-protected) files are reported as such.
@@ -16,8 +20,9 @@ ragloom[office])".  Encrypted (password-protected) files are reported as such.
 from __future__ import annotations
 
 import datetime
+import io
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ragloom._optional import available
 from ragloom.errors import ReaderError
@@ -25,7 +30,7 @@ from ragloom.readers.base import BaseReader, file_path_str, make_document
 from ragloom.readers.text import REASON_EMPTY
 from ragloom.schema import Document
 
-__all__ = ["PptxReader", "XlsxReader", "office_available"]
+__all__ = ["PptxReader", "XlsReader", "XlsxReader", "office_available", "sheet_documents"]
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # the OLE2 signature
 
@@ -79,7 +84,8 @@ class PptxReader(BaseReader):
     """Reads a ``.pptx`` file: one document per slide with text (see the module docstring).
 
     Raises:
-        ReaderError: ``"empty"``, ``"encrypted"`` or ``"corrupt PPTX: ..."``.
+        ReaderError: ``"empty"`` (no slide), :data:`REASON_NO_SLIDE_TEXT`, ``"encrypted"`` or
+            ``"corrupt PPTX: ..."``.
     """
 
     assigns_ids = False
@@ -107,9 +113,13 @@ class PptxReader(BaseReader):
             raise
         except Exception as exc:  # zipfile.BadZipFile, KeyError on missing parts, lxml errors …
             raise ReaderError(path, f"corrupt PPTX: {type(exc).__name__}: {exc}", exc) from exc
-        if not docs:
-            raise ReaderError(path, REASON_EMPTY)
+        if not docs:  # pictures only: say so, since the slides look full to the user
+            raise ReaderError(path, REASON_NO_SLIDE_TEXT if len(deck.slides) else REASON_EMPTY)
         return docs
+
+
+#: Skip reason of a deck whose slides hold no text at all (pictures only).
+REASON_NO_SLIDE_TEXT = "no text on any slide (pictures only? ragloom does no OCR)"
 
 
 def _cell_text(value: Any) -> str:
@@ -122,6 +132,27 @@ def _cell_text(value: Any) -> str:
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     return str(value).strip()
+
+
+def sheet_documents(
+    file: Path, extra_info: Optional[Dict[str, Any]], sheets: Iterable[Tuple[str, Iterable[Iterable[Any]]]]
+) -> List[Document]:
+    """One document per sheet with a non-empty cell, from ``(sheet name, rows of cell values)``:
+    a ``Sheet: name`` line, then one line per row with a value, its non-empty cells joined by
+    ``" | "``; ``sheet_name`` in the metadata.  Values are Python values (``None`` for an empty
+    cell; a whole float prints as an int, a date-time at midnight as the ISO date, other dates and
+    times in ISO form).  The row format of the XLSX, XLS and ODS readers."""
+    docs: List[Document] = []
+    for name, rows in sheets:
+        lines: List[str] = []
+        for values in rows:
+            cells = [c for c in (_cell_text(v) for v in values) if c]
+            if cells:
+                lines.append(" | ".join(cells))
+        if lines:
+            text = f"Sheet: {name}\n" + "\n".join(lines)
+            docs.append(make_document(text, file, extra_info, metadata={"sheet_name": name}))
+    return docs
 
 
 class XlsxReader(BaseReader):
@@ -140,19 +171,85 @@ class XlsxReader(BaseReader):
         try:
             book = openpyxl.load_workbook(str(file), read_only=True, data_only=True)
             try:
-                for sheet in book.worksheets:
-                    rows: List[str] = []
-                    for values in sheet.iter_rows(values_only=True):
-                        cells = [_cell_text(v) for v in values]
-                        if any(cells):
-                            rows.append(" | ".join(c for c in cells if c))
-                    if rows:
-                        text = f"Sheet: {sheet.title}\n" + "\n".join(rows)
-                        docs.append(make_document(text, file, extra_info, metadata={"sheet_name": sheet.title}))
+                sheets = ((sheet.title, sheet.iter_rows(values_only=True)) for sheet in book.worksheets)
+                docs = sheet_documents(file, extra_info, sheets)
             finally:
                 book.close()
         except Exception as exc:
             raise ReaderError(path, f"corrupt XLSX: {type(exc).__name__}: {exc}", exc) from exc
+        if not docs:
+            raise ReaderError(path, REASON_EMPTY)
+        return docs
+
+
+def _not_xls(head: bytes) -> Optional[str]:
+    """Why a file named ``.xls`` that starts with ``head`` is not an Excel 97-2003 workbook (a zip
+    package, or a markup page that Excel also opens), or ``None``."""
+    if head.startswith(b"PK\x03\x04"):
+        return "not an XLS file but a zip package (an XLSX or ODS workbook?): give it its real extension"
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 text
+        head = head[2:].replace(b"\x00", b"")
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        return "not an XLS file but an HTML or XML page (Excel's web-page or XML export): save it as .xlsx"
+    return None
+
+
+def _xls_value(cell: Any, datemode: int, xlrd: Any) -> Any:
+    """The Python value of an xlrd cell: dates through ``xldate_as_tuple`` with the book's date
+    system (a time of day alone as a ``time``), booleans as ``bool``, errors as their ``#...`` text."""
+    kind, value = cell.ctype, cell.value
+    if kind in (xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
+        return None
+    if kind == xlrd.XL_CELL_DATE:
+        try:
+            y, mo, d, h, mi, s = xlrd.xldate_as_tuple(value, datemode)
+        except xlrd.xldate.XLDateError:  # out of range for the date system: the serial number
+            return value
+        return datetime.time(h, mi, s) if y == 0 else datetime.datetime(y, mo, d, h, mi, s)
+    if kind == xlrd.XL_CELL_BOOLEAN:
+        return bool(value)
+    if kind == xlrd.XL_CELL_ERROR:
+        return xlrd.error_text_from_code.get(value, "#ERROR")
+    return value
+
+
+class XlsReader(BaseReader):
+    """Reads a legacy ``.xls`` workbook (Excel 97-2003) with xlrd: one document per non-empty
+    sheet, the XLSX reader's shape (see the module docstring).  Sheets are loaded one at a time.
+
+    Raises:
+        ReaderError: ``"empty"``, ``"encrypted (password-protected) Excel file"``, ``"not an XLS
+            file ..."`` (a zip package or an HTML/XML page named ``.xls``) or ``"corrupt XLS: ..."``.
+    """
+
+    assigns_ids = False
+
+    def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
+        from ragloom._optional import require
+
+        xlrd = require("xlrd", "office", "reading legacy Excel (.xls) files")
+        file = Path(file)
+        path = file_path_str(file)
+        with open(file, "rb") as f:
+            head = f.read(512)
+        if not head:
+            raise ReaderError(path, REASON_EMPTY)
+        wrong = _not_xls(head)
+        if wrong:
+            raise ReaderError(path, wrong)
+        docs: List[Document] = []
+        try:
+            # logfile: xlrd prints its warnings (OLE2 inconsistencies …) to stdout by default
+            with xlrd.open_workbook(str(file), on_demand=True, logfile=io.StringIO()) as book:
+                for index in range(book.nsheets):
+                    sheet = book.sheet_by_index(index)
+                    rows = ([_xls_value(c, book.datemode, xlrd) for c in row] for row in sheet.get_rows())
+                    docs.extend(sheet_documents(file, extra_info, [(sheet.name, rows)]))
+                    book.unload_sheet(index)
+        except Exception as exc:
+            if isinstance(exc, xlrd.XLRDError) and "encrypt" in str(exc).lower():  # "Workbook is encrypted"
+                raise ReaderError(path, "encrypted (password-protected) Excel file", exc) from exc
+            raise ReaderError(path, f"corrupt XLS: {type(exc).__name__}: {exc}", exc) from exc
         if not docs:
             raise ReaderError(path, REASON_EMPTY)
         return docs

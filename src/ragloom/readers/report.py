@@ -20,7 +20,8 @@ class FileRead:
 #: denied, an I/O error, a reader that crashed.  The readers produce these strings; callers use
 #: :attr:`FileSkipped.transient` rather than matching them.
 TRANSIENT_REASON_PREFIXES = ("permission denied", "corrupt or unreadable", "cannot read:", "cannot stat:",
-                             "cannot list:", "too large to read (out of memory)")
+                             "cannot list:", "too large to read (out of memory)", "changed while being read",
+                             "read took over")
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,14 @@ class ReadReport:
     """Per-file outcome of :meth:`SimpleDirectoryReader.load_data` / ``iter_data``.
 
     ``read`` and ``skipped`` are in reading order; ``elapsed_s`` is wall-clock seconds.
+    ``members_skipped``: members of read archives that were not read, each ``path`` being
+    ``"ARCHIVE!/MEMBER"`` (not counted as files).
     """
 
     read: List[FileRead] = field(default_factory=list)
     skipped: List[FileSkipped] = field(default_factory=list)
     elapsed_s: float = 0.0
+    members_skipped: List[FileSkipped] = field(default_factory=list)
 
     @property
     def num_documents(self) -> int:
@@ -72,5 +76,5 @@ class ReadReport:
 
     def __str__(self) -> str:
         lines = [self.summary()]
-        lines += [f"  skipped {s.path}: {s.reason}" for s in self.skipped]
+        lines += [f"  skipped {s.path}: {s.reason}" for s in self.skipped + self.members_skipped]
         return "\n".join(lines)
