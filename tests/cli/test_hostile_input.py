@@ -5,11 +5,10 @@ chunk size too small for the metadata and an empty folder: reported, never a cra
 from __future__ import annotations
 
 import json
-
-import pytest
 import os
 import re
 
+import pytest
 from click.testing import CliRunner
 
 from ragloom.cli import cli
