@@ -132,6 +132,22 @@ def test_upserts_replaces_changed_document_vectors_exactly(embed):
     assert len(stored) == len(out)
 
 
+def test_hiding_a_metadata_key_from_the_embed_view_re_embeds_that_document(embed):
+    """``doc.hash`` ignores which keys the embed view hides, yet they change the embedded text:
+    the fingerprint records them (a reader that stops embedding ``file_path`` re-embeds once)."""
+    sc = StorageContext.from_defaults()
+    p = IngestionPipeline(transformations=[splitter(embed, 64), embed], docstore=sc.docstore,
+                          vector_store=sc.vector_store)
+    p.run(documents=docs())
+    hidden = docs()
+    hidden[0].excluded_embed_metadata_keys = ["name"]
+    assert hidden[0].hash == docs()[0].hash
+    out = p.run(documents=hidden)
+    assert {n.ref_doc_id for n in out} == {"a"}
+    assert all("name: a" not in n.get_content("embed") for n in out)
+    assert p.run(documents=hidden) == []
+
+
 def test_duplicates_only_within_batch(embed):
     sc = StorageContext.from_defaults()
     p = IngestionPipeline(

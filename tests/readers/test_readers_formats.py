@@ -229,3 +229,19 @@ def test_readers_standalone_raise_reader_error(tmp_path: Path) -> None:
     with pytest.raises(ReaderError) as info:
         TextReader().load_data(f)
     assert info.value.reason == "empty" and info.value.path == f.as_posix()
+
+
+@pytest.mark.requires_extra("office")
+def test_office_files_with_a_legacy_extension_are_read_by_their_content(ex: Path, tmp_path: Path) -> None:
+    """A DOCX or PPTX saved as ``.doc`` / ``.ppt`` (a zip package, not OLE2) is read as what it is."""
+    lang = ex / "language-docs"
+    r = SimpleDirectoryReader(input_files=[lang / "eng_spa_mult.doc", lang / "eng_spa_mult.ppt"])
+    docs = r.load_data()
+    assert r.report.skipped == []
+    assert {d.metadata["file_name"] for d in docs} == {"eng_spa_mult.doc", "eng_spa_mult.ppt"}
+    slides = [d for d in docs if d.metadata["file_name"].endswith(".ppt")]
+    assert [d.metadata["page_label"] for d in slides][:2] == ["1", "2"] and "slide note" in slides[0].text
+    xlsx_as_xls = tmp_path / "cups.xls"
+    xlsx_as_xls.write_bytes((ex / "stanley-cups.xlsx").read_bytes())
+    sheets = SimpleDirectoryReader(input_files=[xlsx_as_xls]).load_data()
+    assert any("Blues | STL | 1" in s.text for s in sheets)

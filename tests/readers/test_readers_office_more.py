@@ -247,8 +247,11 @@ def test_xls_that_cannot_be_read_is_reported(ex, tmp_path, monkeypatch):
     page.write_text("\ufeff<html><body><table><tr><td>1</td></tr></table></body></html>", encoding="utf-8")
     garbage = tmp_path / "garbage.xls"
     garbage.write_bytes(b"\x01\x02garbage bytes" * 40)
+    with pytest.raises(ReaderError, match="not an XLS file but a zip package"):
+        XlsReader().load_data(xlsx)
+    [first, *_] = _docs(xlsx)[0]  # the directory reader reads it by its content, as XLSX
+    assert first.metadata["sheet_name"] and "|" in first.text
     cases = [
-        (xlsx, "not an XLS file but a zip package"),
         (page, "not an XLS file but an HTML or XML page"),
         (garbage, "corrupt XLS: XLRDError: Unsupported format, or corrupt file"),
     ]

@@ -186,6 +186,15 @@ def source_id(node: BaseNode) -> str:
     return node.ref_doc_id or node.id_
 
 
+def view_hash(node: BaseNode) -> str:
+    """What a fingerprint records of one input: ``node.hash`` (text and content metadata) and the
+    metadata keys its embed and LLM views hide (sha256, hex).  The hidden keys change the embedded
+    text without changing ``node.hash`` (a reader that stops embedding ``file_path`` must re-embed)."""
+    hidden = "\x00".join(sorted(node.excluded_embed_metadata_keys)) + "\x01" + "\x00".join(
+        sorted(node.excluded_llm_metadata_keys))
+    return hashlib.sha256(f"{node.hash}\x02{hidden}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def source_fingerprint(config_digest: str, parts: Sequence[Tuple[Optional[str], str]]) -> str:
     """sha256 over ``config_digest`` and the ``(node id or None, node hash)`` parts of one source
     (:meth:`IngestionEngine.fingerprint`); a module function so that workers of a distributed run
@@ -315,11 +324,12 @@ class IngestionEngine:
     def fingerprint(self, inputs: Sequence[BaseNode]) -> str:
         """The fingerprint of one source: configuration digest + its content.
 
-        A document's content is its :attr:`~ragloom.schema.BaseNode.hash` (text + content metadata;
-        its id is the key, not part of the value, so ``DUPLICATES_ONLY`` finds equal documents under
-        other ids); pre-split nodes add their ids, in order, since those are what is stored.
+        A document's content is its :func:`view_hash` (text, content metadata and the keys hidden
+        from the embed and LLM views; its id is the key, not part of the value, so
+        ``DUPLICATES_ONLY`` finds equal documents under other ids); pre-split nodes add their ids,
+        in order, since those are what is stored.
         """
-        return self._fingerprint([(None if isinstance(n, Document) else n.id_, n.hash) for n in inputs])
+        return self._fingerprint([(None if isinstance(n, Document) else n.id_, view_hash(n)) for n in inputs])
 
     def _fingerprint(self, parts: Sequence[Tuple[Optional[str], str]]) -> str:
         return source_fingerprint(self.config_digest(), parts)
@@ -362,7 +372,7 @@ class IngestionEngine:
                 continue
             if continuing is not None and doc_id in continuing and not isinstance(nodes[0], Document):
                 known = {nid for nid, _ in continuing[doc_id]}
-                parts = continuing[doc_id] + [(n.id_, n.hash) for n in nodes if n.id_ not in known]
+                parts = continuing[doc_id] + [(n.id_, view_hash(n)) for n in nodes if n.id_ not in known]
                 plan.sources.append(SourcePlan(doc_id, nodes, self._fingerprint(parts), "continued"))
                 continue
             fp = self.fingerprint(nodes)
@@ -650,7 +660,7 @@ class IngestionEngine:
             if not isinstance(src.inputs[0], Document):
                 known = run.continuing.setdefault(src.doc_id, [])
                 have = {nid for nid, _ in known}
-                known.extend((n.id_, n.hash) for n in src.inputs if n.id_ not in have)
+                known.extend((n.id_, view_hash(n)) for n in src.inputs if n.id_ not in have)
         stats.batches += 1
         stats.added += sum(1 for s in ok if s.status == "new")
         stats.updated += sum(1 for s in ok if s.status == "changed")

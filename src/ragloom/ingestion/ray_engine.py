@@ -61,6 +61,7 @@ from ragloom.ingestion.engine import (
     prepare_source,
     source_fingerprint,
     source_id,
+    view_hash,
 )
 from ragloom.ingestion.transform import ProgressCallback
 from ragloom.schema import BaseNode, Document
@@ -208,7 +209,7 @@ def _plan_task(batch: Dict[str, Any], readers: List[Any], digest: str) -> Dict[s
         for doc in docs:
             failure = prepare_source(doc.id_, [doc])
             out.append({"kind": "doc", "doc_id": doc.id_, "path": path, "doc_hash": doc.hash,
-                        "fingerprint": source_fingerprint(digest, [(None, doc.hash)]),
+                        "fingerprint": source_fingerprint(digest, [(None, view_hash(doc))]),
                         "failure": failure.message if failure is not None else None})
     return _rows(out, _PLAN_COLUMNS)
 
@@ -227,7 +228,7 @@ def _load_task(batch: Dict[str, Any], readers: List[Any], digest: str) -> Dict[s
             if doc.id_ not in wanted:
                 continue
             failure = prepare_source(doc.id_, [doc])
-            out.append({"doc_id": doc.id_, "fingerprint": source_fingerprint(digest, [(None, doc.hash)]),
+            out.append({"doc_id": doc.id_, "fingerprint": source_fingerprint(digest, [(None, view_hash(doc))]),
                         "payload": _dump([doc]), "failure": failure.message if failure else None, "embedded": 0})
     return _rows(out, _SOURCE_COLUMNS)
 

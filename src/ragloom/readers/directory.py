@@ -355,6 +355,28 @@ def _load_zip(path: Path, ctx: _Context, metadata: Optional[Dict[str, Any]]) -> 
 
 _EMAIL = EmailReader()
 
+#: The OOXML extension of a zip package, by the folder its main part lives in.
+_OOXML_PARTS = {"word/": ".docx", "ppt/": ".pptx", "xl/": ".xlsx"}
+
+
+def _sniff_ooxml(path: Path, ctx: _Context) -> Optional[BaseReader]:
+    """The reader of the OOXML format a legacy-named file (``.doc``, ``.ppt``, ``.xls``) really is
+    (a zip package holding ``word/``, ``ppt/`` or ``xl/``), or ``None``."""
+    import zipfile
+
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":
+                return None
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return None
+    for folder, ext in _OOXML_PARTS.items():
+        if any(n.startswith(folder) for n in names) and ext in ctx.extractors:
+            return ctx.extractors[ext]
+    return None
+
 
 def _sniff_email(path: Path) -> bool:
     """Whether a file without a reader of its own (``.txt``, no extension …) is a raw e-mail message
@@ -381,6 +403,8 @@ def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str],
     reader = ctx.reader_for(path)
     if reader is ctx.fallback and _sniff_email(path):
         reader = _EMAIL
+    elif path.suffix.lower() in (".doc", ".ppt", ".xls"):
+        reader = _sniff_ooxml(path, ctx) or reader
     try:
         with _time_limit(ctx.read_timeout):
             loaded = _load_zip(path, ctx, metadata) if ctx.is_archive(path) else _load(reader, path, metadata)

@@ -169,12 +169,14 @@ class XlsxReader(BaseReader):
         openpyxl, file, path = _open(file, "openpyxl", "Excel")
         docs: List[Document] = []
         try:
-            book = openpyxl.load_workbook(str(file), read_only=True, data_only=True)
-            try:
-                sheets = ((sheet.title, sheet.iter_rows(values_only=True)) for sheet in book.worksheets)
-                docs = sheet_documents(file, extra_info, sheets)
-            finally:
-                book.close()
+            # a file object: openpyxl refuses a path by its extension (an .xlsx saved as .xls)
+            with open(file, "rb") as handle:
+                book = openpyxl.load_workbook(handle, read_only=True, data_only=True)
+                try:
+                    sheets = ((sheet.title, sheet.iter_rows(values_only=True)) for sheet in book.worksheets)
+                    docs = sheet_documents(file, extra_info, sheets)
+                finally:
+                    book.close()
         except Exception as exc:
             raise ReaderError(path, f"corrupt XLSX: {type(exc).__name__}: {exc}", exc) from exc
         if not docs:
