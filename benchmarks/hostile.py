@@ -62,15 +62,15 @@ with open(tmp / "line.txt", "w") as f:
         f.write(w)
         size += len(w)
 t0 = time.perf_counter()
-last = [0.0]
+last = [0.0, -1]
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) // 1024
 def report(p):
     now = time.perf_counter() - t0
-    if now - last[0] >= 1 or p.batches:
-        last[0] = now
+    if now - last[0] >= 1 or p.batches or p.files_done != last[1]:
+        last[0], last[1] = now, p.files_done
         print(json.dumps({"t": round(now, 2), "files_done": p.files_done, "embedded": p.nodes_embedded,
                           "written": p.nodes_written, "batches": p.batches, "peak_rss_mb": hwm()}), flush=True)
 print(json.dumps({"t": 0, "start": True, "peak_rss_mb": hwm()}), flush=True)

@@ -588,6 +588,11 @@ class IngestionEngine:
         """
         if run_kw.get("num_workers") is not None and run_kw["num_workers"] < 1:
             raise ValueError(f"num_workers must be >= 1, got {run_kw['num_workers']}")
+        if (collect is None and self.cache is None and run_kw.get("cache") is None
+                and not (self.docstore is not None and self.store_doc_text)):
+            # nobody sees these nodes after the write: numpy vectors, not lists of floats (see
+            # run_transformations); the docstore's node JSON and the ingestion cache need lists
+            run_kw.setdefault("compact_embeddings", True)
         from ragloom.node_parser.interface import metadata_warnings_once
 
         with metadata_warnings_once():  # one metadata-budget warning per document, retries included

@@ -586,6 +586,10 @@ def optimize_index(index_dir: PathLike, force: bool = True, wait: bool = False,
         lock.release()
 
 
+#: A batch with at least this many characters to split sets the embedding bar to "Splitting …".
+SPLIT_NOTE_CHARS = 2_000_000
+
+
 class _Feed:
     """Reads the files of an :func:`index_paths` run batch by batch, keeping its progress (the bars
     and :class:`IndexProgress`), its deletion scope and the count of tokens written."""
@@ -667,10 +671,18 @@ class _Feed:
         self._tell()
 
     def on_event(self, event: str, payload: Any) -> None:
-        """The engine's progress callback (``"embedded"``: a count; ``"committed"``: the nodes)."""
-        if event == "embedded":
+        """The engine's progress callback (``"splitting"``: characters; ``"embedding"``,
+        ``"embedded"``: counts; ``"committed"``: the nodes)."""
+        if event == "splitting":
+            if payload >= SPLIT_NOTE_CHARS:  # a long split shows no other sign of life
+                self.bar_embed.set_description_str(f"Splitting {payload / 1e6:.0f} MB of text")
+                logger.info("splitting %.1f MB of text", payload / 1e6)
+        elif event == "embedding":
+            self.bar_embed.set_description_str("Embedding")
+        elif event == "embedded":
             self.bar_embed.update(payload)
             self.progress.nodes_embedded += int(payload)
+            self._tell()
         elif event == "committed":
             self.progress.batches += 1
             self.progress.nodes_written += len(payload or [])
