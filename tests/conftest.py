@@ -29,7 +29,9 @@ EXTRA_MODULES = {
     "static": ("model2vec",),
     "server": ("fastapi", "uvicorn", "multipart"),
     "ray": ("ray",),
-    "office": ("pptx", "openpyxl", "xlrd", "odfdo", "ebooklib", "extract_msg"),
+    "office": ("pptx", "openpyxl", "xlrd", "odfdo"),
+    "epub": ("ebooklib",),
+    "outlook": ("extract_msg",),
 }
 _EXTRA_OF_MODULE = {m: extra for extra, mods in EXTRA_MODULES.items() for m in mods}
 

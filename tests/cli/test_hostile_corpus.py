@@ -131,6 +131,8 @@ def _nodes(idx: Path) -> int:
         return 0
 
 
+@pytest.mark.requires_extra("office")  # the broken and encrypted office files name their format's reader
+@pytest.mark.requires_extra("outlook")
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX only (FIFOs)")
 def test_hostile_corpus_is_reported_bounded_and_survives_ctrl_c(tmp_path: Path, shared_data: str) -> None:
     root = tmp_path / "hostile"

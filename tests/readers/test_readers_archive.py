@@ -184,3 +184,50 @@ def test_file_changing_while_read_is_skipped_for_the_next_run(tmp_path: Path) ->
     os.utime(f)
     docs, report = _read(f)  # settled: read normally
     assert docs[0].text == "first line\nmore lines arrive\n" and report.skipped == []
+
+
+def test_a_member_with_a_damaged_deflate_stream_is_skipped_alone(tmp_path: Path) -> None:
+    z = _zip(tmp_path / "damaged.zip", {"bad.txt": b"harbour " * 5000, "good.txt": b"The tide is high."})
+    raw = bytearray(z.read_bytes())
+    at = raw.index(b"PK\x03\x04") + 30 + len("bad.txt")  # the first member's compressed data
+    raw[at:at + 40] = b"\xff" * 40
+    z.write_bytes(bytes(raw))
+    docs, report = _read(z)
+    assert [d.metadata["archive_member"] for d in docs] == ["good.txt"]
+    [bad] = report.members_skipped
+    assert bad.path.endswith("!/bad.txt") and bad.reason.startswith("corrupt archive member")
+    assert "archive_skipped" not in docs[0].metadata  # the report holds it, not every chunk
+    assert docs[0].metadata["extension"] == ".txt" and "extension" in docs[0].excluded_embed_metadata_keys
+
+
+def test_zip_based_documents_are_held_to_the_archive_limits(tmp_path: Path) -> None:
+    """A DOCX (or ODT, EPUB …) is a zip its reader inflates whole: a 1000:1 part is refused first."""
+    bomb = tmp_path / "report.docx"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        with zf.open("word/document.xml", "w") as out:
+            for _ in range(32):
+                out.write(b" " * 2**20)
+    docs, report = _read(bomb)
+    assert docs == [] and report.skipped[0].reason.startswith("zip bomb? part word/document.xml expands")
+
+
+def test_read_timeout_range_and_an_enclosing_timer_keeps_its_deadline(tmp_path: Path) -> None:
+    import signal
+
+    f = tmp_path / "a.txt"
+    f.write_text("text")
+    for bad in (float("inf"), 1e20, -1, True):
+        with pytest.raises(ValueError, match=r"read_timeout must be a number of seconds in \(0, 1e\+06\]"):
+            SimpleDirectoryReader(input_files=[str(f)], read_timeout=bad)
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(True))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30)
+        docs, _ = _read(f, read_timeout=5)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert docs and 25 < left <= 30  # the caller's timer runs on, not cancelled or reset
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert not fired

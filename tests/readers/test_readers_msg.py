@@ -14,7 +14,7 @@ from ragloom.readers import SimpleDirectoryReader
 from ragloom.readers.email_reader import REASON_ENCRYPTED, EmailReader, build_email_documents
 from ragloom.readers.msg_reader import MsgReader, _message_parts
 
-pytestmark = pytest.mark.requires_extra("office")
+pytestmark = pytest.mark.requires_extra("outlook")
 
 
 @pytest.fixture

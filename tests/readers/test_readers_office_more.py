@@ -271,6 +271,7 @@ def test_xls_that_cannot_be_read_is_reported(ex, tmp_path, monkeypatch):
 # ---------------------------------------------------------------- EPUB
 
 
+@pytest.mark.requires_extra("epub")
 def test_epub_fixtures_one_document_per_chapter(ex):
     from ragloom.readers.epub import EpubReader
 
@@ -324,6 +325,7 @@ _ENCRYPTION = (
 )
 
 
+@pytest.mark.requires_extra("epub")
 def test_epub_chapters_in_spine_order_with_titles(tmp_path):
     f = _epub(
         tmp_path / "book.epub",
@@ -349,6 +351,7 @@ def test_epub_chapters_in_spine_order_with_titles(tmp_path):
     assert [d.id_[-7:] for d in docs] == ["_part_0", "_part_1"]
 
 
+@pytest.mark.requires_extra("epub")
 def test_epub_that_cannot_be_read_is_reported(tmp_path):
     from ragloom.readers.epub import EpubReader
 

@@ -92,7 +92,7 @@ def _echo_json(data: Any) -> None:
                    "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
 @click.option("--max-file-size", type=click.FloatRange(min=0), default=100, show_default=True,
               help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
-@click.option("--read-timeout", type=click.FloatRange(min=0), default=300, show_default=True,
+@click.option("--read-timeout", type=click.FloatRange(min=0, max=1e6), default=300, show_default=True,
               help="Skip (and list) a file whose reading takes longer than this many seconds; 0: no limit.")
 @click.option("--keep-junk", is_flag=True,
               help="Also index chunks that are mostly base64, hex or control words (left out and listed by default).")

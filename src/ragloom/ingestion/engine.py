@@ -579,20 +579,22 @@ class IngestionEngine:
             progress_callback: see :data:`~ragloom.ingestion.transform.ProgressCallback`.
             collect: when given, the written nodes are appended to it.
             plans: when given, each batch's :class:`Plan` is appended to it.
-            run_kw: ``show_progress``, ``num_workers`` … for
-                :func:`~ragloom.ingestion.transform.run_transformations`.
+            run_kw: ``show_progress``, ``num_workers``, ``compact_embeddings`` … for
+                :func:`~ragloom.ingestion.transform.run_transformations` (``compact_embeddings``
+                only for inputs the caller does not keep, as ``ragloom index`` reads them).
 
         Raises:
             IngestionError: with ``raise_on_error``, some sources failed.
-            ValueError: ``num_workers < 1``.
+            ValueError: ``num_workers < 1``; ``compact_embeddings`` with ``collect``, an ingestion
+                cache or a docstore that keeps node text.
         """
         if run_kw.get("num_workers") is not None and run_kw["num_workers"] < 1:
             raise ValueError(f"num_workers must be >= 1, got {run_kw['num_workers']}")
-        if (collect is None and self.cache is None and run_kw.get("cache") is None
-                and not (self.docstore is not None and self.store_doc_text)):
-            # nobody sees these nodes after the write: numpy vectors, not lists of floats (see
-            # run_transformations); the docstore's node JSON and the ingestion cache need lists
-            run_kw.setdefault("compact_embeddings", True)
+        if run_kw.get("compact_embeddings") and (collect is not None or self.cache is not None
+                                                 or run_kw.get("cache") is not None
+                                                 or (self.docstore is not None and self.store_doc_text)):
+            raise ValueError("compact_embeddings=True needs nodes nobody keeps: no collect, no ingestion cache, "
+                             "and a docstore without node text")
         from ragloom.node_parser.interface import metadata_warnings_once
 
         with metadata_warnings_once():  # one metadata-budget warning per document, retries included

@@ -485,7 +485,9 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         else:
             stats = pipeline.run_batches(feed.batches(), force=force, delete_scope=scope,
                                          progress_callback=feed.on_event, store_doc_text=False,
-                                         num_workers=dist.num_workers)
+                                         num_workers=dist.num_workers,
+                                         # the documents are read here and dropped after their batch
+                                         compact_embeddings=True)
     finally:
         feed.close()
     skipped = feed.progress.skipped

@@ -22,6 +22,7 @@ from typing import (
     Iterator,
     List,
     Mapping,
+    NamedTuple,
     Optional,
     Sequence,
     Tuple,
@@ -30,7 +31,7 @@ from typing import (
 
 from ragloom._optional import available
 from ragloom.errors import ReaderError
-from ragloom.readers.archive import member_id, zip_members
+from ragloom.readers.archive import check_zip_package, member_id, zip_members
 from ragloom.readers.base import BaseReader, doc_id_for, file_path_str, fs_path, path_text
 from ragloom.readers.csv_reader import CSVReader
 from ragloom.readers.docx_reader import DocxReader
@@ -179,8 +180,8 @@ UNSUPPORTED_FORMATS = {
     ".odt": "OpenDocument text; install ragloom[office] to read it",
     ".ods": "OpenDocument spreadsheet; install ragloom[office] to read it",
     ".odp": "OpenDocument presentation; install ragloom[office] to read it",
-    ".epub": "EPUB; install ragloom[office] to read it",
-    ".msg": "Outlook message; install ragloom[office] to read it",
+    ".epub": "EPUB; install ragloom[epub] to read it",
+    ".msg": "Outlook message; install ragloom[outlook] to read it",
 }
 
 #: Skip reasons of files that hold no text by their kind (by MIME type prefix, from the extension).
@@ -207,6 +208,8 @@ DEFAULT_MAX_FILE_SIZE = 100 * 2**20
 #: 300 seconds of reading for one file (a 100 MiB text file reads in about 5 s here; the
 #: 872-page DOCX of the mixed_docs fixtures in about 10 s).
 DEFAULT_READ_TIMEOUT = 300.0
+#: The largest ``read_timeout`` accepted: 10^6 s (11.6 days; POSIX timers overflow near 10^8).
+MAX_READ_TIMEOUT = 1e6
 
 
 class _ReadTimeout(BaseException):
@@ -231,16 +234,28 @@ def _time_limit(seconds: Optional[float]) -> Iterator[None]:
         yield
         return
 
+    armed = [True]
+
     def expire(signum: int, frame: Any) -> None:
-        raise _ReadTimeout()
+        if armed[0]:  # a signal landing during the teardown below is dropped
+            raise _ReadTimeout()
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    outer = (0.0, 0.0)
     try:
+        outer = signal.setitimer(signal.ITIMER_REAL, seconds)
+        if 0 < outer[0] < seconds:  # an enclosing timer (a caller's, or ours) ends first: keep its deadline
+            signal.setitimer(signal.ITIMER_REAL, outer[0])
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        try:
+            armed[0] = False
+        finally:
+            left = outer[0] - (time.monotonic() - started)
+            # the enclosing timer goes on with what it had left (at once if it is already due)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 1e-6) if outer[0] > 0 else 0, outer[1])
+            signal.signal(signal.SIGALRM, previous)
 
 
 def _mb(size: int) -> str:
@@ -271,8 +286,18 @@ def _stat_skip(path: Path, max_size: Optional[int] = None) -> Union[_Skip, os.st
 
 
 def _load(reader: BaseReader, path: Path, metadata: Optional[Dict[str, Any]]) -> Union[List[Document], _Skip]:
-    """The reader's documents for ``path``, or ``(reason, cause)`` when it fails; never raises."""
+    """The reader's documents for ``path``, or ``(reason, cause)`` when it fails; never raises.
+    A zip-based file (DOCX, XLSX, ODF, EPUB …) is first checked against the archive limits
+    (:func:`~ragloom.readers.archive.check_zip_package`), since its reader inflates it whole."""
     try:
+        with open(path, "rb") as f:
+            if f.read(4) == b"PK\x03\x04":
+                try:
+                    check_zip_package(path)
+                except ReaderError as exc:
+                    if exc.reason.startswith("zip bomb?"):
+                        raise
+                    # a damaged package: its reader names the format in its own message
         return list(reader.load_data(path, extra_info=dict(metadata or {})))
     except ReaderError as exc:
         ext = path.suffix.lower()
@@ -309,47 +334,55 @@ def _finish(docs: List[Document], assign: bool, id_of: Callable[[Optional[int]],
     return docs
 
 
-#: Metadata key (hidden from both views) listing ``"member: reason"`` for the members of an
-#: archive that were not read; :class:`SimpleDirectoryReader` moves it into its report.
-ARCHIVE_SKIPPED_KEY = "archive_skipped"
-
-
 def _member_ids(archive_id: str, name: str) -> Callable[[Optional[int]], str]:
     """The id of part ``part`` of archive member ``name`` (``None``: its only document)."""
     return lambda part: member_id(archive_id, name if part is None else f"{name}_part_{part}")
 
 
-def _load_zip(path: Path, ctx: _Context, metadata: Optional[Dict[str, Any]]) -> Union[List[Document], _Skip]:
-    """The documents of a ZIP archive's members, each read by the reader of its extension (ids
-    ``f"{archive id}!/{member}"``, metadata ``archive_member``); members not read are listed under
-    :data:`ARCHIVE_SKIPPED_KEY` of the first document.  ``(reason, cause)`` when nothing is read."""
+#: ``(member name, reason)`` for each member of an archive that was not read.
+_MemberSkips = List[Tuple[str, str]]
+
+
+def _load_zip(path: Path, ctx: _Context, metadata: Optional[Dict[str, Any]],
+              skipped: _MemberSkips) -> Union[List[Document], _Skip]:
+    """The documents of a ZIP archive's members, each read by the reader of its extension under its
+    own ``read_timeout`` (ids ``f"{archive id}!/{member}"``, metadata ``archive_member`` and a hidden
+    ``extension``); members not read are appended to ``skipped``.  ``(reason, cause)`` when nothing
+    is read, or when a member failed for a transient reason (the index then keeps what it had)."""
     archive_id = doc_id_for(path)
     docs: List[Document] = []
-    skipped: List[str] = []
     try:
         for member in zip_members(path, ctx.max_file_size):
             if member.file is None:
-                skipped.append(f"{member.name}: {member.skipped}")
+                skipped.append((member.name, member.skipped or ""))
                 continue
             reader = ctx.reader_for(Path(member.name))
-            loaded = _load(reader, member.file, {**(metadata or {}), "archive_member": member.name})
+            suffix = Path(member.name).suffix.lower()
+            meta = {**(metadata or {}), "archive_member": member.name, "extension": suffix}
+            try:
+                with _time_limit(ctx.read_timeout):
+                    loaded = _load(reader, member.file, meta)
+            except _ReadTimeout:
+                loaded = (_timeout_reason(ctx.read_timeout or 0), None)
             if isinstance(loaded, tuple):
-                skipped.append(f"{member.name}: {loaded[0]}")
+                reason = loaded[0].replace(member.file.as_posix(), member.name)  # not the temporary copy's name
+                if FileSkipped(member.name, reason).transient:
+                    return f"{reason} (archive member {member.name})", loaded[1]
+                skipped.append((member.name, reason))
                 continue
             # ids always assigned: a reader's own would name the temporary copy
             got = _finish(loaded, True, _member_ids(archive_id, member.name))
+            for doc in got:
+                doc.excluded_embed_metadata_keys = _merge(doc.excluded_embed_metadata_keys, ["extension"])
+                doc.excluded_llm_metadata_keys = _merge(doc.excluded_llm_metadata_keys, ["extension"])
             if not got:
-                skipped.append(f"{member.name}: {REASON_EMPTY}")
+                skipped.append((member.name, REASON_EMPTY))
             docs.extend(got)
     except ReaderError as exc:
         return exc.reason, exc
     if not docs:
-        return ("no readable file in the archive" + (f" ({'; '.join(skipped[:3])}"
-                                                      f"{'; …' if len(skipped) > 3 else ''})" if skipped else "")), None
-    if skipped:
-        docs[0].metadata[ARCHIVE_SKIPPED_KEY] = skipped
-        docs[0].excluded_embed_metadata_keys.append(ARCHIVE_SKIPPED_KEY)
-        docs[0].excluded_llm_metadata_keys.append(ARCHIVE_SKIPPED_KEY)
+        listed = "; ".join(f"{n}: {r}" for n, r in skipped[:3]) + ("; …" if len(skipped) > 3 else "")
+        return "no readable file in the archive" + (f" ({listed})" if skipped else ""), None
     return docs
 
 
@@ -370,7 +403,7 @@ def _sniff_ooxml(path: Path, ctx: _Context) -> Optional[BaseReader]:
                 return None
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except Exception:  # OSError, BadZipFile, a name that is not UTF-8 …: not a package then
         return None
     for folder, ext in _OOXML_PARTS.items():
         if any(n.startswith(folder) for n in names) and ext in ctx.extractors:
@@ -388,42 +421,64 @@ def _sniff_email(path: Path) -> bool:
         return False
 
 
-def _read_one(path: Path, ctx: _Context) -> Tuple[List[Document], Optional[str], Optional[BaseException]]:
-    """Read one file.  Returns ``(documents, None, None)`` or ``([], reason, cause)``; never raises."""
+class _Outcome(NamedTuple):
+    """What reading one file gave: its ``docs``, or why not (``reason``, ``cause``); and the
+    ``members_skipped`` of an archive (``(name, reason)``)."""
+
+    docs: List[Document]
+    reason: Optional[str] = None
+    cause: Optional[BaseException] = None
+    members_skipped: _MemberSkips = []
+
+
+def _pick_reader(path: Path, ctx: _Context) -> BaseReader:
+    """The reader of ``path``: by extension, except a mail message saved as text and an OOXML
+    package named ``.doc``/``.ppt``/``.xls``, which are recognised by their content."""
+    reader = ctx.reader_for(path)
+    if reader is ctx.fallback and _sniff_email(path):
+        return _EMAIL
+    if path.suffix.lower() in (".doc", ".ppt", ".xls"):
+        return _sniff_ooxml(path, ctx) or reader
+    return reader
+
+
+def _read_one(path: Path, ctx: _Context) -> _Outcome:
+    """Read one file (see :class:`_Outcome`); never raises."""
     spath = file_path_str(path)
     before = _stat_skip(path, ctx.max_file_size)
     if not isinstance(before, os.stat_result):
-        return [], before[0], before[1]
+        return _Outcome([], before[0], before[1])
     try:
         metadata = ctx.file_metadata(spath) if ctx.file_metadata is not None else default_file_metadata_func(spath)
     except PermissionError as exc:
-        return [], "permission denied", exc
+        return _Outcome([], "permission denied", exc)
     except Exception as exc:
-        return [], f"file_metadata failed: {type(exc).__name__}: {exc}", exc
-    reader = ctx.reader_for(path)
-    if reader is ctx.fallback and _sniff_email(path):
-        reader = _EMAIL
-    elif path.suffix.lower() in (".doc", ".ppt", ".xls"):
-        reader = _sniff_ooxml(path, ctx) or reader
+        return _Outcome([], f"file_metadata failed: {type(exc).__name__}: {exc}", exc)
+    skipped: _MemberSkips = []
+    reader = ctx.fallback
     try:
-        with _time_limit(ctx.read_timeout):
-            loaded = _load_zip(path, ctx, metadata) if ctx.is_archive(path) else _load(reader, path, metadata)
+        if ctx.is_archive(path):  # each member under its own time limit
+            loaded = _load_zip(path, ctx, metadata, skipped)
+        else:
+            with _time_limit(ctx.read_timeout):
+                reader = _pick_reader(path, ctx)
+                loaded = _load(reader, path, metadata)
     except _ReadTimeout:
-        return [], _timeout_reason(ctx.read_timeout or 0), None
+        return _Outcome([], _timeout_reason(ctx.read_timeout or 0))
     if isinstance(loaded, tuple):
-        return [], loaded[0], loaded[1]
+        return _Outcome([], loaded[0], loaded[1])
     try:
-        after = os.stat(path)
+        after: Optional[os.stat_result] = os.stat(path)
     except OSError:
         after = None
     if after is None or (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
-        return [], REASON_CHANGED, None
+        return _Outcome([], REASON_CHANGED)
     if ctx.is_archive(path):
-        return loaded, None, None
+        return _Outcome(loaded, members_skipped=skipped)
     docs = _finish(loaded, not getattr(reader, "assigns_ids", False), lambda part: doc_id_for(path, part))
     if not docs:
-        return [], REASON_EMPTY, None
-    return docs, None, None
+        return _Outcome([], REASON_EMPTY)
+    return _Outcome(docs)
 
 
 def _merge(existing: Sequence[str], extra: Sequence[str]) -> List[str]:
@@ -432,10 +487,11 @@ def _merge(existing: Sequence[str], extra: Sequence[str]) -> List[str]:
     return out
 
 
-def _read_one_for_pool(args: Tuple[Path, _Context]) -> Tuple[List[Document], Optional[str], Optional[str]]:
+def _read_one_for_pool(args: Tuple[Path, _Context]) -> _Outcome:
     path, ctx = args
-    docs, reason, cause = _read_one(path, ctx)
-    return docs, reason, (f"{type(cause).__name__}: {cause}" if cause is not None else None)
+    out = _read_one(path, ctx)
+    # an exception may not pickle: its text travels instead
+    return out._replace(cause=None if out.cause is None else RuntimeError(f"{type(out.cause).__name__}: {out.cause}"))
 
 
 def _check_codec_args(errors: Any, encoding: Optional[str]) -> None:
@@ -536,7 +592,7 @@ class SimpleDirectoryReader:
 
     Raises:
         ValueError: both or neither of ``input_dir``/``input_files``; ``num_files_limit``
-            or ``max_file_size`` not a positive int; ``read_timeout`` not a positive number;
+            or ``max_file_size`` not a positive int; ``read_timeout`` not in (0, 1e6] seconds;
             unknown ``errors`` handler or ``encoding``; bad
             ``exclude``/``required_exts``/``file_extractor``.
         FileNotFoundError: ``input_dir`` or one of ``input_files`` does not exist.
@@ -575,9 +631,11 @@ class SimpleDirectoryReader:
         ):
             raise ValueError(f"max_file_size must be a positive int (bytes) or None; got {max_file_size!r}")
         if read_timeout is not None and (
-            isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float)) or not read_timeout > 0
+            isinstance(read_timeout, bool) or not isinstance(read_timeout, (int, float))
+            or not 0 < read_timeout <= MAX_READ_TIMEOUT
         ):
-            raise ValueError(f"read_timeout must be a positive number of seconds or None; got {read_timeout!r}")
+            raise ValueError(f"read_timeout must be a number of seconds in (0, {MAX_READ_TIMEOUT:g}] or None; "
+                             f"got {read_timeout!r}")
         if isinstance(exclude, str):
             exclude = [exclude]
         if isinstance(required_exts, str):
@@ -711,17 +769,19 @@ class SimpleDirectoryReader:
 
     def load_resource(self, resource_id: str) -> List[Document]:
         """Read one file with this reader's settings (``[]`` if skipped, unless ``raise_on_error``)."""
-        docs, reason, cause = _read_one(Path(fs_path(resource_id)), self._ctx)
-        if reason is not None:
-            self._skip(file_path_str(resource_id), reason, cause)
-        return docs
+        out = _read_one(Path(fs_path(resource_id)), self._ctx)
+        if out.reason is not None:
+            self._skip(file_path_str(resource_id), out.reason, out.cause)
+        for name, why in out.members_skipped:
+            logger.warning("skipping %s!/%s: %s", file_path_str(resource_id), name, why)
+        return out.docs
 
     def read_resource(self, resource_id: str) -> Tuple[List[Document], Optional[FileSkipped]]:
         """Read one file with this reader's settings: ``(documents, None)``, or ``([], why)`` with
         the :class:`~ragloom.readers.report.FileSkipped` a read would report (neither logged nor
         raised: for callers that keep their own report, such as a distributed run)."""
-        docs, reason, _ = _read_one(Path(fs_path(resource_id)), self._ctx)
-        return (docs, None) if reason is None else ([], FileSkipped(file_path_str(resource_id), reason))
+        out = _read_one(Path(fs_path(resource_id)), self._ctx)
+        return (out.docs, None) if out.reason is None else ([], FileSkipped(file_path_str(resource_id), out.reason))
 
     # -- reading ------------------------------------------------------------------------
     @property
@@ -738,18 +798,17 @@ class SimpleDirectoryReader:
         else:
             logger.warning("skipping %s: %s", path, reason)
 
-    def _record(self, report: ReadReport, path: Path, docs: List[Document], reason: Optional[str], cause: Any) -> None:
+    def _record(self, report: ReadReport, path: Path, out: _Outcome) -> None:
         spath = file_path_str(path)
-        if reason is not None:
-            report.skipped.append(FileSkipped(spath, reason))
-            self._skip(spath, reason, cause if isinstance(cause, BaseException) else None)
-        else:
-            report.read.append(FileRead(spath, len(docs), sum(len(d.text) for d in docs)))
-            logger.debug("read %s: %d documents", spath, len(docs))
-            for entry in docs[0].metadata.get(ARCHIVE_SKIPPED_KEY, ()):
-                name, _, why = entry.partition(": ")
-                report.members_skipped.append(FileSkipped(f"{spath}!/{name}", why))
-                logger.warning("skipping %s!/%s: %s", spath, name, why)
+        if out.reason is not None:
+            report.skipped.append(FileSkipped(spath, out.reason))
+            self._skip(spath, out.reason, out.cause)
+            return
+        report.read.append(FileRead(spath, len(out.docs), sum(len(d.text) for d in out.docs)))
+        logger.debug("read %s: %d documents", spath, len(out.docs))
+        for name, why in out.members_skipped:
+            report.members_skipped.append(FileSkipped(f"{spath}!/{name}", why))
+            logger.warning("skipping %s!/%s: %s", spath, name, why)
 
     def _start(self) -> Tuple[List[Path], ReadReport]:
         report = ReadReport()
@@ -772,11 +831,11 @@ class SimpleDirectoryReader:
         bar = tqdm(files, desc="Loading files", unit="file", disable=not (show_progress or self.show_progress))
         try:
             for path in bar:
-                docs, reason, cause = _read_one(path, self._ctx)
+                out = _read_one(path, self._ctx)
                 report.elapsed_s = time.perf_counter() - t0
-                self._record(report, path, docs, reason, cause)
-                if docs:
-                    yield docs
+                self._record(report, path, out)
+                if out.docs:
+                    yield out.docs
         finally:
             bar.close()
             report.elapsed_s = time.perf_counter() - t0
@@ -810,11 +869,11 @@ class SimpleDirectoryReader:
         show = show_progress or self.show_progress
         with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files)))) as pool:
             results = pool.map(_read_one_for_pool, [(p, self._ctx) for p in files])
-            for path, (docs, reason, cause) in tqdm(
+            for path, got in tqdm(
                 zip(files, results, strict=True), total=len(files), desc="Loading files", unit="file", disable=not show
             ):
-                self._record(report, path, docs, reason, None if cause is None else RuntimeError(cause))
-                out.extend(docs)
+                self._record(report, path, got)
+                out.extend(got.docs)
         report.elapsed_s = time.perf_counter() - t0
         return out
 
@@ -840,7 +899,7 @@ class SimpleDirectoryReader:
             extractors[("." + ext.lstrip(".")).lower()] = rdr
         ctx = _Context(extractors, TextReader(encoding, errors), file_metadata)
         path = Path(os.path.abspath(os.fspath(input_file)))
-        docs, reason, cause = _read_one(path, ctx)
+        docs, reason, cause, _ = _read_one(path, ctx)
         if reason is not None:
             if raise_on_error:
                 raise ReaderError(file_path_str(path), reason, cause)

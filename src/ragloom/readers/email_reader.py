@@ -78,8 +78,13 @@ _TEXT_ATTACHMENTS = {"text/plain", "text/markdown", "text/csv", "text/html", "te
 _TEXT_EXTENSIONS = {".txt", ".text", ".md", ".markdown", ".csv", ".html", ".htm", ".log"}
 _GENERIC_TYPES = {"", "application/octet-stream", "application/unknown", "application/x-unknown"}
 _HIDDEN = ["email_from", "email_to", "email_cc", "email_date", "attachments"]
-_ENCRYPTED = {"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted"}
-_SIGNATURES = {"application/pkcs7-signature", "application/x-pkcs7-signature", "application/pgp-signature"}
+#: MIME types of encrypted content (S/MIME, OpenPGP) and of signatures (never indexed as text).
+ENCRYPTED_TYPES = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted",
+                             "application/pgp-encrypted"})
+_ENCRYPTED = ENCRYPTED_TYPES
+SIGNATURE_TYPES = frozenset({"application/pkcs7-signature", "application/x-pkcs7-signature",
+                             "application/pgp-signature"})
+_SIGNATURES = SIGNATURE_TYPES
 _MESSAGE_TYPES = {"message/rfc822", "message/global"}
 _SNIFF_BYTES = 8192
 

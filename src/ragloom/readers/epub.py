@@ -132,8 +132,8 @@ class EpubReader(BaseReader):
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
         from ragloom._optional import require
 
-        ebooklib = require("ebooklib", "office", "reading EPUB files")
-        epub = require("ebooklib.epub", "office", "reading EPUB files")
+        ebooklib = require("ebooklib", "epub", "reading EPUB files")
+        epub = require("ebooklib.epub", "epub", "reading EPUB files")
 
         file = Path(file)
         path = file_path_str(file)

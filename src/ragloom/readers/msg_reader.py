@@ -32,8 +32,10 @@ from typing import Any, Dict, List, Optional
 from ragloom.errors import ReaderError
 from ragloom.readers.base import BaseReader, file_path_str
 from ragloom.readers.email_reader import (
+    ENCRYPTED_TYPES,
     MAX_NESTING,
     REASON_ENCRYPTED,
+    SIGNATURE_TYPES,
     EmailParts,
     build_email_documents,
     decode_attachment,
@@ -47,13 +49,8 @@ from ragloom.schema import Document
 __all__ = ["MsgReader"]
 
 _QUIET_LOGGERS = ("extract_msg", "RTFDE")
-_ENCRYPTED_TYPES = {
-    "multipart/encrypted",
-    "application/pkcs7-mime",
-    "application/x-pkcs7-mime",
-    "application/pgp-encrypted",
-}
-_SIGNATURE_TYPES = {"application/pkcs7-signature", "application/x-pkcs7-signature", "application/pgp-signature"}
+_ENCRYPTED_TYPES = ENCRYPTED_TYPES
+_SIGNATURE_TYPES = SIGNATURE_TYPES
 
 
 def _quiet_logs() -> None:
@@ -222,7 +219,7 @@ class MsgReader(BaseReader):
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
         from ragloom._optional import require
 
-        extract_msg = require("extract_msg", "office", "reading Outlook .msg files")
+        extract_msg = require("extract_msg", "outlook", "reading Outlook .msg files")
         _quiet_logs()
         file = Path(file)
         path = file_path_str(file)

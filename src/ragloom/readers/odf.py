@@ -52,6 +52,9 @@ _SPACE = re.compile(r"[ \t\r\n]+")
 # A repeated row or cell (number-rows-/number-columns-repeated) is written out at most this many
 # times: spreadsheets repeat empty rows to the sheet's end, and a repeated value stays bounded.
 _MAX_REPEAT = 1000
+# Cells written out per table at most: repeats multiply (1,000 rows × 1,000 columns each), and a
+# 100 KB file must not become gigabytes of text; a longer table is cut there.
+_MAX_CELLS = 1_000_000
 
 
 def _tag(el: Any) -> str:
@@ -134,15 +137,22 @@ def _cell_text(cell: Any) -> str:
 
 
 def _table_lines(table: Any, out: List[str]) -> None:
+    budget = _MAX_CELLS
     for row in _rows(table):
         cells: List[str] = []
         for cell in _cells(row):
             text = _cell_text(cell)
             cells.extend([text] * (_repeat(cell, "table:number-columns-repeated") if text else 1))
+            if len(cells) > budget:
+                break
         while cells and not cells[-1]:
             cells.pop()
         if cells:
-            out.extend([" | ".join(cells)] * _repeat(row, "table:number-rows-repeated"))
+            times = min(_repeat(row, "table:number-rows-repeated"), max(1, budget // len(cells)))
+            out.extend([" | ".join(cells[:budget])] * times)
+            budget -= len(cells) * times
+            if budget <= 0:
+                return
 
 
 def _cell_value(cell: Any) -> Any:
@@ -162,14 +172,20 @@ def _cell_value(cell: Any) -> Any:
 
 
 def _sheet_rows(table: Any) -> Iterator[List[Any]]:
+    budget = _MAX_CELLS
     for row in _rows(table):
         values: List[Any] = []
         for cell in _cells(row):
             value = _cell_value(cell)
             values.extend([value] * (_repeat(cell, "table:number-columns-repeated") if value != "" else 1))
+            if len(values) > budget:
+                break
         if any(v != "" for v in values):
             for _ in range(_repeat(row, "table:number-rows-repeated")):
-                yield values
+                yield values[:budget]
+                budget -= len(values)
+                if budget <= 0:
+                    return
 
 
 def _slide_lines(page: Any) -> List[str]:
