@@ -148,6 +148,21 @@ def test_hiding_a_metadata_key_from_the_embed_view_re_embeds_that_document(embed
     assert p.run(documents=hidden) == []
 
 
+def test_compact_embeddings_only_for_nodes_nobody_keeps(embed):
+    """float32 vectors (not lists) are for ``ragloom index``'s own documents; nodes handed back to a
+    caller keep ``list[float]`` embeddings."""
+    sc = StorageContext.from_defaults()
+    p = IngestionPipeline(transformations=[splitter(embed, 64), embed], docstore=sc.docstore,
+                          vector_store=sc.vector_store, disable_cache=True)
+    engine = p.engine(store_doc_text=False)
+    with pytest.raises(ValueError, match="compact_embeddings=True needs nodes nobody keeps"):
+        engine.run([docs()], collect=[], compact_embeddings=True)
+    stats = engine.run([docs()], compact_embeddings=True)
+    assert stats.nodes_written == sc.vector_store.count() > 0
+    out = p.run(documents=docs(dict(TEXTS, a="Alpha cats changed their minds.")))
+    assert out and all(type(n.embedding) is list for n in out)
+
+
 def test_duplicates_only_within_batch(embed):
     sc = StorageContext.from_defaults()
     p = IngestionPipeline(

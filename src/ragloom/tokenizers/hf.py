@@ -70,6 +70,9 @@ def bert_cut_patterns(tok: Any) -> Optional[Tuple[Any, Any]]:
     return regex.compile(body), regex.compile("(?r)" + body)
 
 
+#: Texts :meth:`HFTokenizer.count_batch` encodes per ``encode_batch`` call (bounded memory).
+BATCH_TEXTS = 1024
+
 class HFTokenizer(BaseTokenizer):
     """A ``tokenizers.Tokenizer`` with truncation and padding off.
 
@@ -127,9 +130,14 @@ class HFTokenizer(BaseTokenizer):
         return len(self._tok.encode(valid_unicode(text), add_special_tokens=False).ids)
 
     def count_batch(self, texts: Sequence[str]) -> List[int]:
-        if not texts:
-            return []
-        return [len(e.ids) for e in self._tok.encode_batch([valid_unicode(t) for t in texts], add_special_tokens=False)]
+        """``[count(t) for t in texts]``, encoded :data:`BATCH_TEXTS` texts at a time: a Rust
+        ``Encoding`` keeps ids, tokens, offsets and masks, about 100 bytes a token, so the 36,835
+        chunks of a 50 MB text encoded at once took about 0.9 GB."""
+        out: List[int] = []
+        for start in range(0, len(texts), BATCH_TEXTS):
+            part = [valid_unicode(t) for t in texts[start : start + BATCH_TEXTS]]
+            out.extend(len(e.ids) for e in self._tok.encode_batch(part, add_special_tokens=False))
+        return out
 
     def encode(self, text: str) -> List[int]:
         return list(self._tok.encode(valid_unicode(text), add_special_tokens=False).ids) if text else []
