@@ -179,3 +179,12 @@ def test_a_renamed_or_moved_file_reuses_its_vectors(tmp_path):
     assert s["nodes_total"] == first["nodes_total"]
     hits = _query(runner, idx, "ferries crossing the harbour")["results"]
     assert os.path.basename(hits[0]["file_path"]) == "ports and tides.md"
+
+
+def test_an_unusable_index_dir_is_one_line(tmp_path):
+    runner, docs = CliRunner(), _docs(tmp_path)
+    (tmp_path / "a-file").write_text("x")
+    for bad in (tmp_path / "a-file", tmp_path / "a-file" / "idx"):
+        res = _index(runner, [docs], bad, ok=False)
+        assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+        assert "cannot use" in res.output and "(check --index-dir)" in res.output, res.output

@@ -51,6 +51,9 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         raise click.ClickException(str(exc)) from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
+    except (FileExistsError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
+        where = exc.filename or index_dir
+        raise click.ClickException(f"cannot use {where}: {exc.strerror or exc} (check --index-dir)") from None
     except ValueError as exc:
         message = str(exc)
         if "--chunk-size" in message:  # the library already names the option

@@ -115,8 +115,9 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
     """Index files and folders PATH... into --index-dir.
 
     Reads text, Markdown, reST, code, JSON/JSONL, CSV, HTML, PDF, DOCX, e-mail (.eml),
-    RTF, ZIP archives (member by member), and with ragloom[office] PPTX, XLSX/XLS,
-    ODT/ODS/ODP, EPUB and Outlook .msg (encodings detected, GBK/GB18030 included),
+    RTF, ZIP archives (member by member), with ragloom[office] PPTX, XLSX/XLS and
+    ODT/ODS/ODP, with ragloom[epub] EPUB, with ragloom[outlook] Outlook .msg
+    (encodings detected, GBK/GB18030 included),
     splits them into chunks that fit the embedding model, embeds and stores them.
     Unreadable files, and chunks that are mostly base64 or hex, are skipped and listed
     with the reason. Running it again only processes new or changed files and removes the

@@ -65,7 +65,8 @@ def _precheck(info: zipfile.ZipInfo, max_member_size: Optional[int]) -> Optional
     if info.filename.lower().endswith(_ARCHIVE_EXTS):
         return "nested archive (not opened: extract it to index its files)"
     if max_member_size is not None and info.file_size > max_member_size:
-        return f"too large: {_mb(info.file_size)} is over the {_mb(max_member_size)} limit"
+        return (f"too large: {_mb(info.file_size)} is over the {_mb(max_member_size)} limit "
+                "(raise it with ragloom index --max-file-size MB, or max_file_size= in Python)")
     if info.file_size > _RATIO_FLOOR and info.file_size > ZIP_MAX_RATIO * max(info.compress_size, 1):
         ratio = info.file_size // max(info.compress_size, 1)
         return f"compression ratio {ratio}:1 is over {ZIP_MAX_RATIO}:1 (zip bomb?)"
@@ -126,7 +127,8 @@ def _open(file: "os.PathLike[str] | str", path: str) -> zipfile.ZipFile:
     """
     declared = declared_entries(file)
     if declared is not None and declared > ZIP_MAX_MEMBERS:
-        raise ReaderError(path, f"zip bomb? {declared:,} files, over the {ZIP_MAX_MEMBERS:,} limit")
+        raise ReaderError(path, f"zip bomb? {declared:,} files, over the {ZIP_MAX_MEMBERS:,} limit "
+                                f"(extract it to index its files)")
     try:
         return zipfile.ZipFile(os.fspath(file))
     except Exception as exc:  # BadZipFile, a name that is not UTF-8, a truncated directory …
@@ -178,7 +180,8 @@ def zip_members(file: "os.PathLike[str] | str", max_member_size: Optional[int] =
         tmp = Path(tempfile.mkdtemp(prefix="ragloom-zip-"))
         infos = [i for i in zf.infolist() if not i.is_dir() and not i.filename.startswith("__MACOSX/")]
         if len(infos) > ZIP_MAX_MEMBERS:
-            raise ReaderError(path, f"zip bomb? {len(infos):,} files, over the {ZIP_MAX_MEMBERS:,} limit")
+            raise ReaderError(path, f"zip bomb? {len(infos):,} files, over the {ZIP_MAX_MEMBERS:,} limit "
+                                    f"(extract it to index its files)")
         total = 0
         seen = set()
         for number, info in enumerate(infos):

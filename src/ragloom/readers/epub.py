@@ -1,4 +1,4 @@
-"""EPUB e-books (``.epub``, EbookLib), extra ``ragloom[office]``.
+"""EPUB e-books (``.epub``, EbookLib), extra ``ragloom[epub]`` (EbookLib is AGPL-3.0).
 
 One document per chapter: each XHTML document of the spine, in reading order, as readable text
 (:func:`~ragloom.readers.html_reader.html_to_text`: paragraphs and headings on their own lines,
@@ -15,7 +15,7 @@ left out).  Chapters without text (a cover image, an empty page) are left out.  
 
 A book whose content is encrypted (DRM: ``META-INF/encryption.xml`` listing anything but the
 font obfuscation of the EPUB specification) is reported as ``"encrypted (DRM) EPUB"``.  Without the
-extra installed, these files are reported as "unsupported format (… install ragloom[office])".
+extra installed, these files are reported as "unsupported format (… install ragloom[epub])".
 """
 
 from __future__ import annotations

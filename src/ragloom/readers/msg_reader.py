@@ -1,4 +1,4 @@
-"""Outlook messages (``.msg``, an OLE2 compound file) through ``extract-msg``, extra ``ragloom[office]``.
+"""Outlook messages (``.msg``, an OLE2 compound file) through ``extract-msg``, extra ``ragloom[outlook]`` (GPL-3.0).
 
 The documents have the shape and metadata of an ``.eml`` read by
 :class:`~ragloom.readers.email_reader.EmailReader` (both are built by
@@ -209,7 +209,7 @@ class MsgReader(BaseReader):
     messages as more (see the module docstring).
 
     Raises:
-        MissingDependencyError: ``ragloom[office]`` (extract-msg) is not installed.
+        MissingDependencyError: ``ragloom[outlook]`` (extract-msg) is not installed.
         ReaderError: ``"empty"``, ``"encrypted e-mail (S/MIME or OpenPGP): no readable text"`` or
             ``"corrupt Outlook message: ..."`` (not an OLE2 file, not an Outlook item, damaged).
     """

@@ -77,9 +77,13 @@ class PDFReader(BaseReader):
 
         file = Path(file)
         path = file_path_str(file)
-        pypdf_logger = logging.getLogger("pypdf")
+        # a filter on "pypdf" does not see what its child loggers ("pypdf._cmap" …) log: every one gets it
+        pypdf_loggers = [logging.getLogger("pypdf")] + [
+            lg for name, lg in logging.root.manager.loggerDict.items()
+            if name.startswith("pypdf.") and isinstance(lg, logging.Logger)]
         dedupe = _Dedupe()
-        pypdf_logger.addFilter(dedupe)
+        for lg in pypdf_loggers:
+            lg.addFilter(dedupe)
         try:
             try:
                 reader = pypdf.PdfReader(str(file))
@@ -126,7 +130,8 @@ class PDFReader(BaseReader):
                 raise ReaderError(path, REASON_NO_TEXT)
             return docs
         finally:
-            pypdf_logger.removeFilter(dedupe)
+            for lg in pypdf_loggers:
+                lg.removeFilter(dedupe)
 
 
 def _page_labels(reader: Any, total: int) -> List[str]:
