@@ -66,7 +66,10 @@ def test_html_invariants_and_source_contract(parts, size):
     for n in nodes:
         assert n.text and n.text == n.text.strip()
         src = text[n.start_char_idx : n.end_char_idx]
-        assert set(n.text.split()) <= set(html_text(src).split()) | set(" ".join(html_text(src).split()).split())
+        # every word comes from the source's text; a word longer than the budget may be cut (hypothesis
+        # found '…&bogus' cut to '…&bog' at chunk_size 20), so a word is a piece of a source word
+        source = " ".join(html_text(src).split())
+        assert all(w in source for w in n.text.split()), (n.text, source)
 
 
 JSON_VALUES = st.recursive(
