@@ -128,7 +128,7 @@ def test_second_writer_is_refused_with_the_holders_pid(tmp_path):
 
 def test_rerun_with_the_same_named_model_is_accepted_and_another_model_is_refused(tmp_path):
     runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
-    _index(runner, [docs], idx, "--embed-model", "default")
+    _index(runner, [docs], idx, "--embed-model", "fp32")
     s = _index(runner, [docs], idx, "--embed-model", "local:sentence-transformers/all-MiniLM-L6-v2")
     assert s["documents"]["unchanged"] == 2
     other = tmp_path / "other-model"

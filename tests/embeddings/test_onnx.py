@@ -152,6 +152,47 @@ def test_an_int8_index_refuses_an_fp32_model_and_reopens_as_int8(tmp_path):
         open_index(tmp_path / "idx", create=False, embed_model=HuggingFaceEmbedding())
 
 
+def test_a_new_index_defaults_to_int8_on_a_cpu_machine_and_an_old_one_keeps_fp32(tmp_path):
+    """The quality gate passed (README, Embedding), so without a GPU a new index is int8; an index built
+    in fp32 keeps fp32 when reopened or re-indexed with the default spec."""
+    from ragloom.embeddings import default_embed_model, resolve_embed_model
+    from ragloom.embeddings.huggingface import _auto_device
+    from ragloom.ingestion.paths import index_paths, open_index
+
+    assert _auto_device() == "cpu"  # this test machine has no GPU
+    assert resolve_embed_model("default").quantize == "int8" and default_embed_model().quantize == "int8"
+    assert resolve_embed_model(None).quantize == "int8" and resolve_embed_model("local").quantize == "int8"
+    assert resolve_embed_model("fp32").quantize is None
+    assert embed_model_from_identity({}).quantize is None  # records older than model records: fp32 vectors
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.md").write_text("# Tea\n\nGreen tea is brewed at eighty degrees for three minutes.\n")
+    index_paths([docs], tmp_path / "new")
+    assert open_index(tmp_path / "new", create=False).embed_model.quantize == "int8"
+    index_paths([docs], tmp_path / "old", embed_model="fp32")
+    (docs / "panda.md").write_text("# Panda\n\nThe giant panda eats bamboo for ten hours a day.\n")
+    summary = index_paths([docs], tmp_path / "old")  # "default" = the recorded model
+    assert summary.embed_model == HuggingFaceEmbedding().model_name
+    reopened = open_index(tmp_path / "old", create=False)
+    assert reopened.embed_model.quantize is None
+    top = reopened.as_retriever(similarity_top_k=1).retrieve("what do pandas eat")
+    assert "bamboo" in top[0].node.get_content()
+
+
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_a_texts_vector_does_not_depend_on_its_batch(quantize):
+    """Each text runs alone: int8's dynamic activation scales would otherwise differ by batch, and a
+    re-run after a crash would not equal a clean build."""
+    emb = HuggingFaceEmbedding(quantize=quantize)
+    together = emb.get_text_embedding_batch_array(TEXTS + ["a long unrelated text about rivers " * 30])
+    for i, text in enumerate(TEXTS):
+        assert np.array_equal(emb.get_text_embedding_batch_array([text])[0], together[i])
+    in_threads = emb.onnx_encoder.encode(TEXTS * 4, 256)
+    assert emb.onnx_encoder.threads >= 1
+    for i in range(len(TEXTS) * 4):
+        assert np.array_equal(in_threads[i], together[i % len(TEXTS)])
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="backend must be one of auto, onnx, torch"):
         HuggingFaceEmbedding(backend="tensorrt")

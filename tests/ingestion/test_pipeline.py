@@ -332,7 +332,7 @@ def test_num_workers_uses_processes(embed, caplog):
     many = {f"d{i}": f"Document {i} is here. " * 4 for i in range(4)}
     with caplog.at_level("DEBUG", logger="ragloom.ingestion.transform"):
         IngestionPipeline(transformations=[splitter(embed)]).run(documents=docs(many), num_workers=2)
-    assert "in 2 worker processes" in caplog.text
+    assert "on 2 worker processes" in caplog.text
 
 
 def test_default_transformations():

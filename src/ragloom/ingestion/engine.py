@@ -42,7 +42,7 @@ import msgspec
 
 from ragloom.errors import DocumentError, IngestionError, UnserializableMetadataError
 from ragloom.ingestion.cache import IngestionCache, transformation_digest
-from ragloom.ingestion.transform import EmbedCounts, ProgressCallback, run_transformations
+from ragloom.ingestion.transform import EmbedCounts, ProgressCallback, SplitPool, run_transformations
 from ragloom.schema import BaseNode, Document, TransformComponent
 
 logger = logging.getLogger(__name__)
@@ -579,9 +579,11 @@ class IngestionEngine:
             progress_callback: see :data:`~ragloom.ingestion.transform.ProgressCallback`.
             collect: when given, the written nodes are appended to it.
             plans: when given, each batch's :class:`Plan` is appended to it.
-            run_kw: ``show_progress``, ``num_workers``, ``compact_embeddings`` … for
+            run_kw: ``show_progress``, ``num_workers``, ``pool``, ``compact_embeddings`` … for
                 :func:`~ragloom.ingestion.transform.run_transformations` (``compact_embeddings``
                 only for inputs the caller does not keep, as ``ragloom index`` reads them).
+                ``num_workers > 1`` without a ``pool`` starts one
+                :class:`~ragloom.ingestion.transform.SplitPool` for the whole run.
 
         Raises:
             IngestionError: with ``raise_on_error``, some sources failed.
@@ -626,23 +628,31 @@ class IngestionEngine:
         **run_kw: Any,
     ) -> IngestionStats:
         run = _RunState()
-        for batch in batches:
-            inputs = list(batch)
-            if not inputs:
-                continue
-            plan = self.plan(inputs, force=force, continuing=run.continuing)
-            self._fail_rest_of_failed_sources(plan, run.failed_sources)
-            if plans is not None:
-                plans.append(plan)
-            run.count_planned(plan)
-            self.set_fingerprints(plan.rehash)
-            if not plan.sources and not plan.failed:
-                continue
-            nodes = self._run_batch(plan, run, progress_callback, run_kw)
-            if collect is not None:
-                collect.extend(nodes)
-            if progress_callback is not None:
-                progress_callback("committed", nodes)
+        own_pool = None
+        if run_kw.get("pool") is None and (run_kw.get("num_workers") or 1) > 1:
+            # one set of worker processes for every batch of the run (started on first use)
+            own_pool = run_kw["pool"] = SplitPool(int(run_kw["num_workers"]), min_chars=0)
+        try:
+            for batch in batches:
+                inputs = list(batch)
+                if not inputs:
+                    continue
+                plan = self.plan(inputs, force=force, continuing=run.continuing)
+                self._fail_rest_of_failed_sources(plan, run.failed_sources)
+                if plans is not None:
+                    plans.append(plan)
+                run.count_planned(plan)
+                self.set_fingerprints(plan.rehash)
+                if not plan.sources and not plan.failed:
+                    continue
+                nodes = self._run_batch(plan, run, progress_callback, run_kw)
+                if collect is not None:
+                    collect.extend(nodes)
+                if progress_callback is not None:
+                    progress_callback("committed", nodes)
+        finally:
+            if own_pool is not None:
+                own_pool.close()
         return self._finish(run, delete_absent, delete_scope, raise_on_error)
 
     def _run_batch(

@@ -327,6 +327,11 @@ def index_paths(
       Ray cluster (:mod:`ragloom.ingestion.ray_engine`): ``ray_address`` as ``ray.init(address=)``
       takes it (``None``: a local cluster), ``num_workers`` embed actors (default 1).  The run is
       incremental and crash-safe as the local one; the embedding cache is not used.
+    - ``engine="local"``: ``num_workers`` processes (default: the cores this process may use,
+      :func:`~ragloom._system.available_cpus`) split the batches that hold over
+      :data:`~ragloom.ingestion.transform.POOL_MIN_CHARS` characters of new or changed text; the
+      processes start on the first such batch and serve the whole run, and the nodes, their ids
+      and order are those of one process.
     - ``vector_store``: ``"milvus://HOST:PORT/COLLECTION"`` keeps the vectors (and chunk text) in
       that Milvus collection and the docstore in ``index_dir``; recorded, so later runs and queries
       on ``index_dir`` use it (:func:`open_index`).
@@ -424,6 +429,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                   limits: Optional[Dict[str, Any]] = None, keep_junk: bool = False,
                   where: Optional[_Distribution] = None, vector_store: Optional[str] = None) -> IndexSummary:
     from ragloom.ingestion import DocstoreStrategy, FailureKind, IngestionPipeline
+    from ragloom._system import available_cpus
+    from ragloom.ingestion.transform import SplitPool
     from ragloom.settings import default_node_parser
 
     dist = where or _Distribution()
@@ -483,11 +490,17 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                 listing=listing, force=force, delete_scope=scope, progress_callback=feed.on_event,
                 events=FileEvents(read=feed.note_read, skipped=feed.note_skipped))
         else:
-            stats = pipeline.run_batches(feed.batches(), force=force, delete_scope=scope,
-                                         progress_callback=feed.on_event, store_doc_text=False,
-                                         num_workers=dist.num_workers,
-                                         # the documents are read here and dropped after their batch
-                                         compact_embeddings=True)
+            workers = dist.num_workers or available_cpus()
+            # batches with over POOL_MIN_CHARS of text to split go to worker processes kept for the run
+            pool = SplitPool(workers) if workers > 1 else None
+            try:
+                stats = pipeline.run_batches(feed.batches(), force=force, delete_scope=scope,
+                                             progress_callback=feed.on_event, store_doc_text=False, pool=pool,
+                                             # the documents are read here and dropped after their batch
+                                             compact_embeddings=True)
+            finally:
+                if pool is not None:
+                    pool.close()
     finally:
         feed.close()
     skipped = feed.progress.skipped

@@ -12,17 +12,19 @@ Node parsers in a chain keep the *original* source: the second parser of
 ``[SentenceSplitter(...), SentenceWindowNodeParser(...)]`` gives nodes whose ``ref_doc_id`` is the
 document, not the intermediate chunk (:func:`ragloom.node_parser.interface.carry_source`).
 
-Node parsers may run in a process pool (``num_workers > 1``); embed models report progress and
-count computed vs cached vectors.
+Node parsers may run in worker processes (``num_workers > 1``, :class:`SplitPool`: one pool for a
+whole run, spawned on first use, fed contiguous parts of about equal text); embed models report
+progress and count computed vs cached vectors.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from ragloom.schema import BaseNode, TransformComponent
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ProgressCallback", "run_transformations"]
+__all__ = ["ProgressCallback", "SplitPool", "run_transformations"]
 
 #: ``callback(event, payload)`` of the ingestion engine.  Events, in order per batch:
 #: ``"splitting"`` (payload: the characters of the nodes entering a node-parser step; a 50 MB
@@ -57,6 +59,123 @@ def _is_embedding(transform: Any) -> bool:
     return isinstance(transform, BaseEmbedding)
 
 
+#: A node-parser step over fewer characters than this runs in the calling process: handing the
+#: nodes and the parser to worker processes costs more than splitting them in place (about 0.2 s
+#: to unpickle a parser with its tokenizer in a fresh worker, then ~1 ms per 10 kB of nodes).
+POOL_MIN_CHARS = 256 * 1024
+
+#: The parser a worker process last received, by the sha256 of its pickle (a worker keeps one).
+_WORKER_PARSER: Dict[str, Any] = {}
+
+
+def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode], kw: Dict[str, Any]) -> List[BaseNode]:
+    """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``."""
+    transform = _WORKER_PARSER.get(digest)
+    if transform is None:
+        transform = pickle.loads(blob)
+        _WORKER_PARSER.clear()
+        _WORKER_PARSER[digest] = transform
+    return _raw_call(transform, nodes, kw)
+
+
+class SplitPool:
+    """Worker processes that run node-parser steps, kept for a whole ingestion run.
+
+    The processes are started (``spawn``) on the first step that needs them and stay until
+    :meth:`close`, so a run of many batches pays the start-up (importing ragloom, unpickling the
+    parser and its tokenizer: about a second per worker) once, and an unchanged re-run, which
+    splits nothing, starts none.  A step's nodes go out in contiguous parts of about equal text
+    (``2 * num_workers`` parts) and come back in input order, so node ids, order and the cache are
+    what a single process gives.
+
+    Args:
+        num_workers: worker processes, ``>= 2``.
+        min_chars: steps over fewer characters (of the nodes to split) run in the calling process.
+
+    Raises:
+        ValueError: ``num_workers < 2`` or ``min_chars < 0``.
+    """
+
+    def __init__(self, num_workers: int, min_chars: int = POOL_MIN_CHARS) -> None:
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 2:
+            raise ValueError(f"num_workers must be an integer >= 2 for a SplitPool, got {num_workers!r}")
+        if min_chars < 0:
+            raise ValueError(f"min_chars must be >= 0, got {min_chars!r}")
+        self.num_workers = num_workers
+        self.min_chars = min_chars
+        self._executor: Optional[ProcessPoolExecutor] = None
+        self._blobs: Dict[int, Optional[Tuple[str, bytes]]] = {}
+
+    def _blob(self, transform: Any) -> Optional[Tuple[str, bytes]]:
+        """(sha256, pickle) of ``transform``, or ``None`` (warned once) when it does not pickle."""
+        key = id(transform)
+        if key not in self._blobs:
+            try:
+                blob = pickle.dumps(transform)
+                self._blobs[key] = (hashlib.sha256(blob).hexdigest(), blob)
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                logger.warning("num_workers > 1 ignored: %s cannot be pickled for worker processes (%s: %s); "
+                               "splitting in this process", type(transform).__name__, type(exc).__name__, exc)
+                self._blobs[key] = None
+        return self._blobs[key]
+
+    def wants(self, transform: Any, nodes: Sequence[BaseNode]) -> bool:
+        """Whether the step ``transform(nodes)`` goes to the workers."""
+        if len(nodes) < 2 or not _is_parser(transform):
+            return False
+        if self.min_chars and sum(len(n.get_content()) for n in nodes) < self.min_chars:
+            return False
+        return self._blob(transform) is not None
+
+    def run(self, transform: Any, nodes: List[BaseNode],
+            kw: Dict[str, Any]) -> List[Tuple[List[BaseNode], List[BaseNode]]]:
+        """``[(part, outputs)]``: the contiguous parts of ``nodes``, in order, each with the raw
+        outputs (:func:`_raw_call`) of ``transform`` over it."""
+        blob = self._blob(transform)
+        assert blob is not None
+        if self._executor is None:
+            import multiprocessing
+
+            self._executor = ProcessPoolExecutor(max_workers=self.num_workers,
+                                                 mp_context=multiprocessing.get_context("spawn"))
+        parts = _balanced_parts(nodes, 2 * self.num_workers)
+        logger.debug("%s: %d nodes in %d parts on %d worker processes", type(transform).__name__, len(nodes),
+                     len(parts), self.num_workers)
+        futures = [self._executor.submit(_pooled_call, blob[0], blob[1], part, {**kw, "show_progress": False})
+                   for part in parts]
+        return [(part, fut.result()) for part, fut in zip(parts, futures, strict=True)]
+
+    def close(self) -> None:
+        """Stop the worker processes (a pool that never started has none)."""
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
+
+    def __enter__(self) -> "SplitPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _balanced_parts(nodes: List[BaseNode], parts: int) -> List[List[BaseNode]]:
+    """``nodes`` cut into at most ``parts`` contiguous runs of about equal text length."""
+    sizes = [len(n.get_content()) + 1 for n in nodes]
+    total = sum(sizes)
+    out: List[List[BaseNode]] = []
+    current: List[BaseNode] = []
+    acc = 0
+    for node, size in zip(nodes, sizes, strict=True):
+        current.append(node)
+        acc += size
+        if acc * parts >= total * (len(out) + 1) and len(out) < parts - 1:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
 def _is_parser(transform: Any) -> bool:
     from ragloom.node_parser.interface import NodeParser
 
@@ -75,9 +194,14 @@ def run_transformations(
     embed_counts: Optional[EmbedCounts] = None,
     validate_nodes: Optional[Callable[[Sequence[BaseNode]], None]] = None,
     compact_embeddings: bool = False,
+    pool: Optional[SplitPool] = None,
     **kwargs: Any,
 ) -> List[BaseNode]:
     """Apply ``transformations`` in order, through ``cache`` when given; returns ``list[BaseNode]``.
+
+    Node-parser steps run in ``pool`` when given (the caller owns it and closes it: the engine keeps
+    one for a whole run); otherwise, with ``num_workers > 1``, in a :class:`SplitPool` of this call
+    that splits any size (``min_chars=0``), closed before returning.
 
     ``compact_embeddings``: embed-model steps leave each ``node.embedding`` as a float32 numpy
     array, converted sub-batch by sub-batch, instead of a ``list[float]`` (12 KB of Python floats per
@@ -95,30 +219,20 @@ def run_transformations(
     if num_workers is not None and num_workers < 1:
         raise ValueError(f"num_workers must be >= 1, got {num_workers}")
     out: List[BaseNode] = list(nodes) if in_place else [n.copy() for n in nodes]
-    executor: Optional[ProcessPoolExecutor] = None
+    own = pool is None and (num_workers or 1) > 1 and len(out) > 1
+    if own:
+        pool = SplitPool(int(num_workers or 2), min_chars=0)
     try:
         for transform in transformations:
             if progress_callback is not None and _is_parser(transform):
                 progress_callback("splitting", sum(len(n.get_content()) for n in out))
-            use_pool = (num_workers or 1) > 1 and _is_parser(transform) and len(out) > 1
-            if use_pool and executor is None:
-                if _picklable(transform):
-                    import multiprocessing
-
-                    executor = ProcessPoolExecutor(
-                        max_workers=num_workers, mp_context=multiprocessing.get_context("spawn")
-                    )
-                else:
-                    num_workers = 1
-                    use_pool = False
             out = _apply_cached(
                 out,
                 transform,
                 cache,
                 cache_collection,
                 show_progress=show_progress,
-                executor=executor if use_pool else None,
-                num_workers=num_workers or 1,
+                pool=pool if pool is not None and pool.wants(transform, out) else None,
                 progress_callback=progress_callback,
                 embed_counts=embed_counts,
                 validate_nodes=validate_nodes,
@@ -126,23 +240,9 @@ def run_transformations(
                 **kwargs,
             )
     finally:
-        if executor is not None:
-            executor.shutdown()
+        if own and pool is not None:
+            pool.close()
     return out
-
-
-def _picklable(transform: Any) -> bool:
-    try:
-        pickle.dumps(transform)
-    except (pickle.PicklingError, TypeError, AttributeError) as exc:
-        logger.warning(
-            "num_workers > 1 ignored: %s cannot be pickled for worker processes (%s: %s); using 1 worker",
-            type(transform).__name__,
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
 
 
 def _raw_call(transform: Any, nodes: List[BaseNode], kwargs: Dict[str, Any]) -> List[BaseNode]:
@@ -203,8 +303,7 @@ def _apply_cached(
     cache: Optional[IngestionCache],
     collection: Optional[str],
     show_progress: bool,
-    executor: Optional[ProcessPoolExecutor],
-    num_workers: int,
+    pool: Optional[SplitPool],
     progress_callback: Optional[ProgressCallback] = None,
     embed_counts: Optional[EmbedCounts] = None,
     validate_nodes: Optional[Callable[[Sequence[BaseNode]], None]] = None,
@@ -214,7 +313,7 @@ def _apply_cached(
     kw = dict(kwargs)
     kw["show_progress"] = show_progress
     hooks = (progress_callback, embed_counts, validate_nodes, compact_embeddings)
-    if cache is None and executor is None:
+    if cache is None and pool is None:
         return _carry(transform, nodes, _run_step(transform, nodes, kw, *hooks))
     digest = transformation_digest(transform)
     with_hidden = _is_parser(transform)  # see node_transform_key
@@ -228,15 +327,10 @@ def _apply_cached(
     if miss_idx:
         miss_keys = list(miss_idx)
         miss_nodes = [nodes[miss_idx[k]] for k in miss_keys]
-        if executor is not None and len(miss_nodes) > 1:
-            parts = _split(list(zip(miss_keys, miss_nodes, strict=True)), num_workers)
-            logger.debug("%s: %d nodes in %d worker processes", type(transform).__name__, len(miss_nodes), len(parts))
-            futures = [
-                executor.submit(_raw_call, transform, [n for _, n in part], {**kw, "show_progress": False})
-                for part in parts
-            ]
-            for part, fut in zip(parts, futures, strict=True):
-                computed.update(_map_back([k for k, _ in part], [n for _, n in part], fut.result(), transform, kw))
+        if pool is not None and len(miss_nodes) > 1:
+            key_of = {id(n): k for k, n in zip(miss_keys, miss_nodes, strict=True)}
+            for part, outputs in pool.run(transform, miss_nodes, kw):
+                computed.update(_map_back([key_of[id(n)] for n in part], part, outputs, transform, kw))
         else:
             outputs = _run_step(transform, miss_nodes, kw, *hooks)
             computed.update(_map_back(miss_keys, miss_nodes, outputs, transform, kw))
@@ -302,11 +396,6 @@ def _run_step(
         embed_counts.embedded += computed
         embed_counts.reused += max(0, todo - computed)
     return out
-
-
-def _split(items: List[Any], parts: int) -> List[List[Any]]:
-    size = max(1, -(-len(items) // parts))
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _map_back(
