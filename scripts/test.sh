@@ -3,7 +3,7 @@
 # (offline: no network is used by any test).  RAGLOOM_SKIP_LINT=1 skips the static checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,remote,code,llm,chroma,milvus,milvus-server,server,office,epub,outlook,ray
+bash scripts/setup.sh test,torch,remote,code,llm,chroma,milvus,milvus-server,server,office,epub,outlook,ray
 if [ "${RAGLOOM_SKIP_LINT:-0}" != 1 ]; then
     bash scripts/lint.sh
 fi

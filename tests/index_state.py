@@ -4,9 +4,9 @@ build: shared by the crash tests (``tests/cli/test_crash_safety.py``) and the se
 
 :func:`read_state` checks the consistency every state must pass (no duplicate node ids, one vector
 and one keyword row per node, docstore links and hashes agree with the vector store) and returns
-``{"nodes", "vectors", "hashes", "keyword"}``; :func:`assert_same` asserts two states are the same
-index (same node ids and content, same document hashes, vectors within 1e-4, same keyword-search
-results).
+``{"nodes", "vectors", "hashes", "keyword"}`` (the metadata index, where there is one, must hold exactly
+the nodes' metadata); :func:`assert_same` asserts two states are the same index (same node ids and
+content, same document hashes, vectors within 1e-4, same keyword-search results).
 """
 
 from __future__ import annotations
@@ -60,6 +60,11 @@ def read_state(index_dir):
         fts = {r[0] for r in db.execute("SELECT rowid FROM vs_default_fts")}
         assert fts == set(rowid_of.values()), "keyword (FTS) rows disagree with the nodes"
         db.execute("INSERT INTO vs_default_fts(vs_default_fts) VALUES('integrity-check')")
+        if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vs_default_metadata_index'"):
+            from ragloom.vector_stores import metadata_index
+
+            assert metadata_index.consistent(db.connection, "vs_default_nodes", "vs_default_metadata_index"), \
+                "the metadata index disagrees with the nodes' metadata"
         links = {
             (d, r) for d, r in db.execute("SELECT doc_id, ref_doc_id FROM docstore_meta WHERE ref_doc_id IS NOT NULL")
         }

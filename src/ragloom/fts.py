@@ -236,10 +236,12 @@ def nodes_where(
     node_ids: Optional[Sequence[str]] = None,
     doc_ids: Optional[Sequence[str]] = None,
     filters: Any = None,
+    leaf_sql: Any = None,
 ) -> Tuple[str, List[Any]]:
     """SQL condition over a node table aliased ``n`` restricting to ``node_ids``, to nodes whose
-    ``ref_doc_id`` is in ``doc_ids`` and to ``filters`` (:class:`MetadataFilters`), all ANDed;
-    ``("1", [])`` when nothing restricts."""
+    ``ref_doc_id`` is in ``doc_ids`` and to ``filters`` (:class:`MetadataFilters`; ``leaf_sql``: see
+    :func:`~ragloom.vector_stores.filters.filters_to_sql`), all ANDed; ``("1", [])`` when nothing
+    restricts."""
     parts: List[str] = []
     params: List[Any] = []
     if node_ids is not None:
@@ -251,7 +253,7 @@ def nodes_where(
     if filters is not None:
         from ragloom.vector_stores.filters import filters_to_sql
 
-        sql, fparams = filters_to_sql(filters, "n.metadata")
+        sql, fparams = filters_to_sql(filters, "n.metadata", leaf_sql)
         parts.append(sql)
         params.extend(fparams)
     return (" AND ".join(parts) if parts else "1"), params

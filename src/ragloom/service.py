@@ -554,8 +554,12 @@ class IndexService:
     # -- statistics -----------------------------------------------------------------------------
     def stats(self) -> Dict[str, Any]:
         """``{"index_dir", "documents", "nodes", "store", "embed_model", "llm", "chunk_size",
-        "chunk_overlap", "parser", "index_bytes", "file_types": {mime: documents}, "ingesting"}``;
-        ``index_bytes`` is the size on disk of every file in ``index_dir`` (bytes)."""
+        "chunk_overlap", "parser", "index_bytes", "file_types": {mime: documents}, "ingesting", "ann",
+        "metadata_index"}``; ``index_bytes`` is the size on disk of every file in ``index_dir`` (bytes);
+        ``ann`` and ``metadata_index`` are the store's :meth:`~ragloom.vector_stores.types.VectorStore.index_stats`
+        (``None`` for a store without them): the ANN generation (``kind``, ``nodes_covered``, ``seq``,
+        ``changed_since``, ``built_at`` as ISO time, ``stale``, ``used_for_queries``, ``enabled``,
+        ``threshold``) and whether selective metadata filters are indexed."""
         docstore = self.index.docstore
         total, _ = docstore.list_ref_docs(offset=0, limit=1)
         config = self._recorded_config()
@@ -567,6 +571,10 @@ class IndexService:
                 except OSError:  # removed meanwhile (a WAL checkpoint)
                     pass
         spec = self._llm_spec if isinstance(self._llm_spec, str) else self._llm_spec.metadata.model_name
+        derived = self.index.vector_store.index_stats() or {}
+        ann = derived.get("ann")
+        if ann is not None:
+            ann = {**ann, "built_at": _iso(ann.get("built_at"))}
         return {
             "index_dir": str(self.index_dir),
             "documents": total,
@@ -581,5 +589,7 @@ class IndexService:
             "index_bytes": size,
             "file_types": docstore.ref_doc_counts("file_type"),
             "ingesting": self.ingesting,
+            "ann": ann,
+            "metadata_index": derived.get("metadata_index"),
         }
 

@@ -170,3 +170,21 @@ def test_preview_with_the_index_configuration_reproduces_the_stored_chunks(servi
     smaller = service.preview_chunks(doc_id=docs[0]["id"], parser="sentence", chunk_size=64, chunk_overlap=8)
     assert len(smaller["chunks"]) > len(service.chunks(docs[0]["id"])["chunks"])
     assert max(c["tokens"] for c in smaller["chunks"]) <= 64
+
+
+def test_stats_report_the_ann_generation_and_the_metadata_index(service, tmp_path):
+    """``stats()`` carries the store's ``index_stats()``: no generation for this small index, then one
+    forced by optimize (what ``ragloom optimize`` does), then the rows written after it."""
+    stats = service.stats()
+    assert stats["metadata_index"] is True  # ragloom index created the store with it
+    assert stats["ann"]["kind"] is None and stats["ann"]["used_for_queries"] is False
+    assert stats["ann"]["threshold"] == 100_000 and stats["ann"]["enabled"] is True
+    service.index.vector_store.optimize(force=True)
+    stats = service.stats()
+    ann = stats["ann"]
+    assert ann["kind"] == "sq8" and ann["nodes_covered"] == stats["nodes"] and ann["changed_since"] == 0
+    assert ann["built_at"].endswith("Z") and ann["built_at"][:2] == "20" and ann["stale"] is False
+    doc = next(d for d in service.documents(limit=100)["documents"] if d["source"].endswith("stack.py"))
+    deleted = service.delete_document(doc["id"])["nodes"]  # a write without an optimize after it
+    ann = service.stats()["ann"]
+    assert deleted >= 1 and ann["changed_since"] == deleted and ann["kind"] == "sq8"

@@ -306,3 +306,50 @@ def test_large_stores_use_pq_fast_scan_and_still_agree_with_exact_search(tmp_pat
     assert built["ann"] == "built" and built["kind"] == "pq"
     assert _recall(ann, exact, seed=21) >= 0.9
     assert ann._ann._gen is not None and ann._ann._gen.kind == "pq"
+
+
+def test_index_stats_report_the_generation_and_what_changed_since(tmp_path):
+    db, ann, exact = _pair(tmp_path, n=300)
+    stats = ann.index_stats()
+    assert stats["metadata_index"] is True
+    assert stats["ann"] == {"enabled": True, "threshold": 0, "kind": None, "nodes_covered": 0, "seq": None,
+                            "changed_since": 0, "built_at": None, "stale": False, "used_for_queries": False}
+    before = time.time()
+    built = ann.optimize()
+    got = ann.index_stats()["ann"]
+    assert got["kind"] == built["kind"] == "sq8" and got["nodes_covered"] == 300
+    assert got["seq"] == built["seq"] == 0  # the first build: nothing was logged before it
+    assert got["changed_since"] == 0 and not got["stale"] and got["used_for_queries"] is True
+    assert before - 1 <= got["built_at"] <= time.time() + 1
+    # writes after the build: distinct rows logged since its seq
+    ann.add(_nodes(np.random.default_rng(1), 5, prefix="late"))
+    ann.delete_nodes(node_ids=["n0", "n1"])
+    ann.add(_nodes(np.random.default_rng(2), 1, prefix="late"))  # late0 again: the same row
+    got = ann.index_stats()["ann"]
+    assert got["changed_since"] == 7 and got["seq"] == built["seq"] and not got["stale"]
+    ann.delete_nodes(node_ids=[f"n{i}" for i in range(2, 20)])  # 25 of 300 rows: over 5%
+    assert ann.index_stats()["ann"]["stale"] is True and ann.index_stats()["ann"]["used_for_queries"] is False
+    # readers that would not use it: a one-shot reader of a small generation, a store with ann off
+    assert ann.optimize()["ann"] == "built"
+    cold = SQLiteVectorStore(SQLiteDatabase(db.path))
+    assert cold.index_stats()["ann"]["kind"] == "sq8" and cold.index_stats()["ann"]["used_for_queries"] is False
+    assert exact.index_stats()["ann"]["enabled"] is False and exact.index_stats()["ann"]["used_for_queries"] is False
+    assert SQLiteVectorStore().index_stats()["ann"]["kind"] is None  # in memory: never one
+
+
+def test_stores_without_derived_indexes_report_none():
+    from ragloom.vector_stores.types import BasePydanticVectorStore
+
+    class Bare(BasePydanticVectorStore):
+        client = None
+
+        def add(self, nodes, **kw):
+            return []
+
+        def delete(self, ref_doc_id, **kw):
+            return None
+
+        def query(self, query, **kw):
+            return None
+
+    assert Bare().index_stats() is None

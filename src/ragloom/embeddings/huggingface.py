@@ -146,10 +146,21 @@ def _may_have_accelerator() -> bool:
     return platform.system() == "Darwin" and platform.machine() == "arm64"
 
 
+_NO_TORCH_NOTED: List[bool] = []
+
+
 def _auto_device() -> str:
     """``"cuda"``, ``"mps"`` or ``"cpu"``: the best device torch can use.  On a machine with no
     GPU driver this answers ``"cpu"`` without importing torch."""
     if not _may_have_accelerator():
+        return "cpu"
+    from ragloom._optional import available
+
+    if not available("torch"):  # a GPU driver, but no torch: the ONNX Runtime path on the CPU
+        if not _NO_TORCH_NOTED:
+            _NO_TORCH_NOTED.append(True)
+            logger.info('a GPU driver is present but torch is not installed; embedding on the CPU '
+                        '(pip install "ragloom[torch]" to use the GPU)')
         return "cpu"
     import torch
 
@@ -345,7 +356,9 @@ class HuggingFaceEmbedding(BaseEmbedding):
             try:
                 self._onnx = OnnxEncoder(self._path, quantize=self.quantize)
             except OnnxExportError as exc:  # not exportable, or the cache folder is not writable
-                if self._backend_choice != "auto" or self.quantize:
+                from ragloom._optional import available
+
+                if self._backend_choice != "auto" or self.quantize or not available("sentence_transformers"):
                     raise
                 logger.warning("%s cannot run on ONNX Runtime (%s); using torch", self.model_name, exc)
                 self._backend_choice = "torch"
@@ -361,8 +374,11 @@ class HuggingFaceEmbedding(BaseEmbedding):
             with _MODEL_LOCK:
                 model = _MODEL_CACHE.get(key)
                 if model is None:
-                    from sentence_transformers import SentenceTransformer
+                    from ragloom._optional import require
 
+                    SentenceTransformer = require("sentence_transformers", "torch",
+                                                  "HuggingFaceEmbedding on torch (a GPU, backend='torch', "
+                                                  "or a model ONNX Runtime cannot run)").SentenceTransformer
                     _quiet_transformers()
 
                     logger.info("loading embedding model %s on %s (%s)", self._path, self.device, precision)

@@ -107,12 +107,9 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
         self.batch_size = batch_size
         if isinstance(model, (str, Path)):
             path = resolve_cross_encoder_path(str(model))
-            try:
-                from sentence_transformers import CrossEncoder
-            except ImportError as exc:  # pragma: no cover - a hard dependency
-                raise ImportError(
-                    "SentenceTransformerRerank needs sentence-transformers: pip install sentence-transformers"
-                ) from exc
+            from ragloom._optional import require
+
+            CrossEncoder = require("sentence_transformers", "torch", "SentenceTransformerRerank").CrossEncoder
             if device is None:
                 from ragloom.embeddings.huggingface import _auto_device
 

@@ -8,7 +8,7 @@ the same nodes.
 from __future__ import annotations
 
 import json
-from typing import Any, List, Mapping, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from ragloom.vector_stores.types import (
     FilterCondition,
@@ -49,23 +49,30 @@ def check_filter_scalar(f: MetadataFilter, value: Any) -> Any:
     return value
 
 
-def filters_to_sql(filters: MetadataFilters, column: str) -> Tuple[str, List[Any]]:
+#: A hook giving a leaf another, equivalent SQL form (appending its parameters), or ``None``.
+LeafSQL = Callable[[MetadataFilter, List[Any]], Optional[str]]
+
+
+def filters_to_sql(filters: MetadataFilters, column: str, leaf_sql: Optional[LeafSQL] = None) -> Tuple[str, List[Any]]:
     """Compile ``filters`` to an SQL boolean expression over the JSON/JSONB ``column``.
 
-    Returns ``(sql, params)`` with positional ``?`` parameters in order.
+    ``leaf_sql`` may give a leaf another SQL form that matches exactly the same rows (the SQLite
+    store's metadata index: :mod:`ragloom.vector_stores.metadata_index`); leaves it answers ``None``
+    for are compiled here.  Returns ``(sql, params)`` with positional ``?`` parameters in order.
     """
     params: List[Any] = []
-    sql = _compile_group(filters, column, params)
+    sql = _compile_group(filters, column, params, leaf_sql)
     return sql, params
 
 
-def _compile_group(group: MetadataFilters, column: str, params: List[Any]) -> str:
+def _compile_group(group: MetadataFilters, column: str, params: List[Any], leaf_sql: Optional[LeafSQL]) -> str:
     parts = []
     for f in group.filters:
         if isinstance(f, MetadataFilters):
-            parts.append(_compile_group(f, column, params))
+            parts.append(_compile_group(f, column, params, leaf_sql))
         else:
-            parts.append(_compile_one(f, column, params))
+            other = leaf_sql(f, params) if leaf_sql is not None else None
+            parts.append(other if other is not None else _compile_one(f, column, params))
     if not parts:
         return "1"
     joiner = " AND " if group.condition == FilterCondition.AND else " OR "

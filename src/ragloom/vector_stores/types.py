@@ -212,6 +212,12 @@ class BasePydanticVectorStore(ABC):
         """
         return {}
 
+    def index_stats(self) -> Optional[Dict[str, Any]]:
+        """The state of the store's derived search structures, JSON-ready, for ``/stats`` (the SQLite
+        store: ``{"ann": {...}, "metadata_index": bool}``), or ``None``: this backend keeps none that
+        ragloom manages."""
+        return None
+
     @property
     @abstractmethod
     def client(self) -> Any:
