@@ -50,11 +50,16 @@ def node_ids(ref_id: str, config_digest: str, spans: Sequence[Span], texts: Sequ
     made by a parser whose configuration digest is ``config_digest``: sha256 of (source id,
     ordinal, span, digest, text) as a UUID string, so the same input and configuration always
     give the same ids.  The one id function of every parser (a batch, to keep per-node cost low)."""
+    return _ids(ref_id, config_digest, spans, [t.encode("utf-8", "surrogatepass") for t in texts], first)
+
+
+def _ids(ref_id: str, config_digest: str, spans: Sequence[Span], raw: Sequence[bytes], first: int = 0) -> List[str]:
+    """:func:`node_ids` of chunks given as their UTF-8 bytes (``surrogatepass``)."""
     sha256 = hashlib.sha256
     out: List[str] = []
-    for i, ((a, b), chunk) in enumerate(zip(spans, texts, strict=True), first):
+    for i, ((a, b), chunk) in enumerate(zip(spans, raw, strict=True), first):
         h = sha256(f"{ref_id}\x00{i}\x00{a}\x00{b}\x00{config_digest}\x00".encode("utf-8", "surrogatepass"))
-        h.update(chunk.encode("utf-8", "surrogatepass"))
+        h.update(chunk)
         x = h.hexdigest()
         out.append(f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:32]}")  # == str(uuid.UUID(hex=x[:32]))
     return out
@@ -126,19 +131,21 @@ def build_nodes(
     ttmpl = getattr(doc, "text_template", DEFAULT_TEXT_NODE_TMPL)
     mime = getattr(doc, "mimetype", "text/plain")
     id_func = parser.id_func
+    links = parser.include_prev_next_rel and n > 1
+    # each chunk's bytes, encoded once for its id and its hash
+    raw = [t.encode("utf-8", "surrogatepass") for t in texts] if id_func is None or links else []
     if id_func is None:
-        ids = node_ids(doc.id_, parser._digest(), spans, texts)
+        ids = _ids(doc.id_, parser._digest(), spans, raw)
     else:
         ids = [id_func(k, doc) for k in range(n)]
 
-    links = parser.include_prev_next_rel and n > 1
     infos: List[RelatedNodeInfo] = []
     if links:
         sha256 = hashlib.sha256
         base_tail = _content_tail(*base)
-        ntype = TextNode(text="").get_type()
+        ntype = TextNode(id_="", text="").get_type()  # an id given: no random one drawn
         for k in range(n):
-            h = sha256(texts[k].encode("utf-8", "surrogatepass"))
+            h = sha256(raw[k])
             h.update(_content_tail(*metas[k]) if own[k] else base_tail)
             if link_metadata:
                 infos.append(

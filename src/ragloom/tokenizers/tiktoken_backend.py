@@ -7,8 +7,9 @@ tiktoken's own ``tiktoken_ext.openai_public`` constructors (their rank loader is
 substituted for the duration of the call), so nothing is downloaded and no environment
 variable or cache directory is touched.
 
-Character offsets are computed from token byte lengths and a numpy byte→char map,
-so multi-byte characters (CJK, emoji) are handled without per-token Python decoding.
+Character offsets are computed from per-token tables (byte length; UTF-8 lead bytes, i.e.
+character starts) with numpy, so multi-byte characters (CJK, emoji) are handled without
+per-token Python decoding.
 """
 
 from __future__ import annotations
@@ -91,6 +92,25 @@ def _token_byte_lengths(name: str) -> np.ndarray:
     return lens
 
 
+@lru_cache(maxsize=None)
+def _token_char_tables(name: str) -> Tuple[np.ndarray, np.ndarray]:
+    """Per token id: how many UTF-8 lead bytes (character starts) its bytes hold, and whether its
+    first byte is one (``1``/``0``).  The character index of a token's first byte is then the lead
+    bytes of the tokens before it, plus its own first-byte flag, minus one: character starts from
+    the ids alone, without encoding the text to bytes."""
+    enc = load_offline_encoding(name)
+    ranked = sorted(enc._mergeable_ranks.items(), key=lambda kv: kv[1])  # noqa: SLF001
+    raw = np.frombuffer(b"".join(tok for tok, _ in ranked), dtype=np.uint8)
+    is_lead = ((raw & 0xC0) != 0x80).astype(np.int64)
+    offsets = np.cumsum([0] + [len(tok) for tok, _ in ranked[:-1]])
+    ranks = np.array([rank for _, rank in ranked], dtype=np.int64)
+    leads = np.zeros(enc.n_vocab, dtype=np.int64)
+    first = np.zeros(enc.n_vocab, dtype=np.int64)
+    leads[ranks] = np.add.reduceat(is_lead, offsets)
+    first[ranks] = is_lead[offsets]
+    return leads, first
+
+
 class TiktokenTokenizer(BaseTokenizer):
     """OpenAI BPE (``cl100k_base`` or ``o200k_base``), offline.
 
@@ -111,6 +131,7 @@ class TiktokenTokenizer(BaseTokenizer):
         self.name = f"tiktoken:{encoding_name}"
         self.encoding = load_offline_encoding(encoding_name)
         self._lens = _token_byte_lengths(encoding_name)
+        self._leads, self._first_is_lead = _token_char_tables(encoding_name)
         core = getattr(self.encoding, "_core_bpe", None)
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
         self.num_special_tokens = 0
@@ -168,21 +189,17 @@ class TiktokenTokenizer(BaseTokenizer):
         ids = self.encode_array(text)
         if len(ids) == 0:
             return np.zeros(0, dtype=np.int64)
-        blen = self._lens[ids]
-        bstart = np.cumsum(blen)
-        bstart -= blen
-        if text.isascii():
-            return bstart
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            data = valid_unicode(text).encode("utf-8")
-        raw = np.frombuffer(data, dtype=np.uint8)
-        # char index of a byte = number of UTF-8 lead bytes before it (a token starting
-        # inside a multi-byte character maps to that character, as in ``_starts_ends``)
-        char_of_byte = np.cumsum((raw & 0xC0) != 0x80, dtype=np.int64)
-        char_of_byte -= 1
-        return char_of_byte[bstart]
+        # ASCII: one byte per character, so starts are the running sum of token byte lengths
+        per_token = self._lens[ids] if text.isascii() else self._leads[ids]
+        starts = np.cumsum(per_token)
+        starts -= per_token
+        if not text.isascii():
+            # char index of a token's first byte = UTF-8 lead bytes up to and including it, minus
+            # one (a token starting inside a multi-byte character maps to that character, as in
+            # ``_starts_ends``); lone surrogates were encoded as U+FFFD, one character each
+            starts += self._first_is_lead[ids]
+            starts -= 1
+        return starts
 
     def token_starts(self, text: str) -> List[int]:
         """Character start of every token of ``text``."""

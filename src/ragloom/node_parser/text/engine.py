@@ -24,8 +24,8 @@ How it works
    from counts in the whole-document tokenization at the edges, so a chunk over budget is
    shrunk and re-packed; nothing over budget is ever emitted.  For tiktoken encodings
    only the chunk edges are re-encoded (cut at positions that provably do not change the
-   pre-tokenization, see ``BaseTokenizer.safe_split``); other tokenizers re-encode
-   the chunk.
+   pre-tokenization, see ``BaseTokenizer.safe_split``; both edges in one call when they
+   join at such a position); other tokenizers re-encode the chunk.
 
 The engine reads a tokenizer only through what :class:`~ragloom.tokenizers.BaseTokenizer`
 declares (``token_starts_batch``, ``count``, ``safe_split``/``safe_split_reverse``,
@@ -332,15 +332,19 @@ class ExactCounter:
                 # the forward match at ``h`` is a match in [h, b), so the backward search finds one
                 t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
                 enc = self._enc
-                head, head_n = self._wrapper(prefix, True)
-                tail, tail_n = self._wrapper(suffix, False)
-                return (
-                    head_n
-                    + len(enc(head + text[a:h]))
-                    + self.sizer.tokens(h, t)
-                    + len(enc(text[t:b] + tail))
-                    + tail_n
-                )
+                head, head_n = self._wrapper(prefix, True) if prefix else ("", 0)
+                tail, tail_n = self._wrapper(suffix, False) if suffix else ("", 0)
+                left = head + text[a:h]
+                right = text[t:b] + tail
+                # the two edges in one call when their junction is itself a safe position (it is for
+                # tiktoken's pattern: ``left`` ends where a match began, ``right`` starts with it)
+                joined = left + right
+                j = self.safe.search(joined, len(left))
+                if j is not None and j.start() == len(left):
+                    edges = len(enc(joined))
+                else:
+                    edges = len(enc(left)) + len(enc(right))
+                return head_n + edges + self.sizer.tokens(h, t) + tail_n
         return self.tok.count(prefix + text[a:b] + suffix)
 
 
@@ -349,6 +353,8 @@ class ExactCounter:
 
 def strip_span(text: str, a: int, b: int) -> Span:
     """Shrink ``[a, b)`` to exclude surrounding whitespace (``str.strip`` semantics)."""
+    if a < b and not text[a].isspace() and not text[b - 1].isspace():
+        return a, b  # the usual case, without copying the span
     piece = text[a:b]
     ls = piece.lstrip()
     if not ls:
@@ -361,6 +367,7 @@ class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
     BACK, FWD = 160, 96  # first window around a position (grown x4 while it finds no cut)
+    CHAR_REACH = 4096  # how far :meth:`_around_char` looks on each side of a position
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
         self.text = text
@@ -410,6 +417,27 @@ class _Finder:
             return None
         return level.find(self.text, 0, self.n)
 
+    def _around_char(self, sep: str, plo: int, phi: int, x: int) -> Optional[Span]:
+        """The segment around ``x`` between the cuts of a one-character separator level inside the
+        parent ``[plo, phi)``, found with ``rfind``/``find``: the segment bisecting the whole-text cut
+        list gives (see :meth:`_all_cuts`), without listing the cuts of a frequent separator (words).
+        ``None`` when a side finds no cut within :attr:`CHAR_REACH` before the parent's edge (the
+        windowed search, which stops once the budget is exceeded, takes over)."""
+        text = self.text
+        lo = max(plo, x - self.CHAR_REACH)
+        i = text.rfind(sep, lo, x)  # a cut ``i + 1`` in ``(plo, x]``
+        if i != -1:
+            a = i + 1
+        elif lo == plo:
+            a = plo
+        else:
+            return None
+        hi = min(phi - 1, x + self.CHAR_REACH)
+        j = text.find(sep, x, hi)  # a cut ``j + 1`` in ``(x, phi)``
+        if j != -1:
+            return a, j + 1
+        return (a, phi) if hi == phi - 1 else None
+
     def _from_last_query(self, li: int, plo: int, phi: int, x: int, m: int) -> Optional[Span]:
         """The segment around ``x`` from the last query of level ``li`` in this parent, when both
         of its ends lie in that query's trusted zone (cuts farther than ``m`` from a window edge,
@@ -445,6 +473,10 @@ class _Finder:
             lo = cuts[i - 1] if i > 0 and cuts[i - 1] > plo else plo
             hi = cuts[i] if i < len(cuts) and cuts[i] < phi else phi
             return lo, hi, self.sizer.tokens(lo, hi) > budget
+        if isinstance(level, SeparatorLevel) and len(level.sep) == 1:
+            around = self._around_char(level.sep, plo, phi, x)
+            if around is not None:
+                return around[0], around[1], self.sizer.tokens(around[0], around[1]) > budget
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
