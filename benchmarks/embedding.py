@@ -157,7 +157,7 @@ def main() -> int:
     else:
         onnx_note = f"onnx rows skipped: ONNX Runtime runs on the CPU, --device {args.device}"
     print(f"{len(texts)} chunks, {chars / len(texts):.0f} chars each on average; batch {args.batch}; "
-          f"torch threads {torch_threads}; ONNX Runtime intra-op threads: its default (physical cores); "
+          f"torch threads {torch_threads}; ONNX Runtime: one text per run, a single-threaded run per core at once; "
           f"{os.cpu_count()} CPUs; ONNX cache {cache_root()}", file=sys.stderr)
 
     # warm-up (first-call costs: allocator, tokenizer caches, ONNX export/session creation) — never timed
