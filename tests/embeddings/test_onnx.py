@@ -148,7 +148,7 @@ def test_an_int8_index_refuses_an_fp32_model_and_reopens_as_int8(tmp_path):
     assert reopened.embed_model.quantize == "int8"
     top = reopened.as_retriever(similarity_top_k=1).retrieve("how hot should the water be for tea")
     assert "eighty degrees" in top[0].node.get_content()
-    with pytest.raises(ValueError, match=r"in int8 \(ragloom index --fast\)"):
+    with pytest.raises(ValueError, match=r"in int8 \(the default of a new index"):
         open_index(tmp_path / "idx", create=False, embed_model=HuggingFaceEmbedding())
 
 

@@ -204,17 +204,21 @@ def test_killing_an_embed_actor_mid_run_still_gives_the_exact_store(
         ray_address, milvus_server, corpus, reference, tmp_path):
     from ragloom.ingestion.paths import index_paths
 
-    committed = threading.Event()
+    committed, killed = threading.Event(), threading.Event()
     result: dict = {}
 
     def progress(p) -> None:
-        if p.batches >= 1:
+        if p.batches >= 1 and not committed.is_set():
             committed.set()
+            # the driver waits here (the run cannot end) until an embed actor has been killed
+            killed.wait(120)
 
     def run() -> None:
         try:
             result["summary"] = index_paths([corpus], tmp_path / "index", show_progress=False, engine="ray",
                                             ray_address=ray_address, num_workers=2, on_progress=progress,
+                                            # small blocks: the first commit comes early in the run
+                                            files_per_batch=4,
                                             vector_store=_spec(milvus_server, "ray_actor_kill"))
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             result["error"] = exc
@@ -225,6 +229,7 @@ def test_killing_an_embed_actor_mid_run_still_gives_the_exact_store(
     pids = _embed_actor_pids()
     assert pids and thread.is_alive(), "the run ended before an embed actor could be killed"
     os.kill(pids[0], signal.SIGKILL)
+    killed.set()
     thread.join(600)
     assert not thread.is_alive()
     assert "error" not in result, result.get("error")

@@ -143,7 +143,8 @@ def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> N
     recorded, current = identity.get("quantize"), embed_model.to_config().get("quantize")
     if recorded != current:
         def variant(q: Any) -> str:
-            return "int8 (ragloom index --fast)" if q == "int8" else "fp32 (not quantized)"
+            return ("int8 (the default of a new index without a GPU, or --fast)" if q == "int8"
+                    else "fp32 (not quantized: --embed-model fp32)")
 
         raise ValueError(
             f"this index was built with {name!r} in {variant(recorded)}, but the embed model given is "

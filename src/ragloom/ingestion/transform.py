@@ -68,6 +68,14 @@ POOL_MIN_CHARS = 256 * 1024
 _WORKER_PARSER: Dict[str, Any] = {}
 
 
+def _ignore_interrupts() -> None:
+    """Worker start-up: Ctrl-C reaches the whole process group, and the parent alone handles it (it
+    stops the run and shuts the pool down); workers would otherwise each print a traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode], kw: Dict[str, Any]) -> List[BaseNode]:
     """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``."""
     transform = _WORKER_PARSER.get(digest)
@@ -137,7 +145,8 @@ class SplitPool:
             import multiprocessing
 
             self._executor = ProcessPoolExecutor(max_workers=self.num_workers,
-                                                 mp_context=multiprocessing.get_context("spawn"))
+                                                 mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_ignore_interrupts)
         parts = _balanced_parts(nodes, 2 * self.num_workers)
         logger.debug("%s: %d nodes in %d parts on %d worker processes", type(transform).__name__, len(nodes),
                      len(parts), self.num_workers)

@@ -489,9 +489,12 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         dim = self.dimension
         if dim is None or self.count() == 0:
             return {"ann": "empty"}
-        if not force and not needs_build(self._db.connection, self.collection, self._db.path, self.count(),
-                                         self.ann_threshold):
-            return {"ann": "current", "nodes": self.count()}
+        if not force:
+            with self._db.snapshot():  # hold the shared connection's lock
+                stale = needs_build(self._db.connection, self.collection, self._db.path, self.count(),
+                                    self.ann_threshold)
+            if not stale:
+                return {"ann": "current", "nodes": self.count()}
         return {"ann": "built", **build_ann(self._db, self.collection, self._nodes, self._vectors, dim)}
 
     def index_stats(self) -> Dict[str, Any]:
@@ -505,10 +508,11 @@ class SQLiteVectorStore(BasePydanticVectorStore):
         * ``"metadata_index"``: whether selective metadata filters can use the metadata index (an
           older store gets it from the next :meth:`optimize`).
         """
-        nonempty = bool(self._db.execute(f'SELECT 1 FROM "{self._nodes}" LIMIT 1'))
-        ann = describe_ann(self._db, self.collection, nonempty, resident=self.memory_search)
+        with self._db.snapshot():  # the connection is shared with query threads: hold its lock
+            nonempty = bool(self._db.execute(f'SELECT 1 FROM "{self._nodes}" LIMIT 1'))
+            ann = describe_ann(self._db, self.collection, nonempty, resident=self.memory_search)
+            present = metadata_index.exists(self._db.connection, self._meta_index)
         ann["used_for_queries"] = bool(self.ann and ann["used_for_queries"])
-        present = metadata_index.exists(self._db.connection, self._meta_index)
         return {"ann": {"enabled": self.ann, "threshold": self.ann_threshold, **ann}, "metadata_index": present}
 
     # -- persistence ------------------------------------------------------------------------
