@@ -112,7 +112,9 @@ class SplitPool:
         self.num_workers = num_workers
         self.min_chars = min_chars
         self._executor: Optional[ProcessPoolExecutor] = None
-        self._blobs: Dict[int, Optional[Tuple[str, bytes]]] = {}
+        #: id(transform) -> (transform, sha256, pickle), or None when it does not pickle; the entry holds
+        #: the transform itself, so its id is not reused by another object while the pool lives
+        self._blobs: Dict[int, Optional[Tuple[Any, str, bytes]]] = {}
 
     def _blob(self, transform: Any) -> Optional[Tuple[str, bytes]]:
         """(sha256, pickle) of ``transform``, or ``None`` (warned once) when it does not pickle."""
@@ -120,18 +122,17 @@ class SplitPool:
         if key not in self._blobs:
             try:
                 blob = pickle.dumps(transform)
-                self._blobs[key] = (hashlib.sha256(blob).hexdigest(), blob)
+                self._blobs[key] = (transform, hashlib.sha256(blob).hexdigest(), blob)
             except (pickle.PicklingError, TypeError, AttributeError) as exc:
                 logger.warning("num_workers > 1 ignored: %s cannot be pickled for worker processes (%s: %s); "
                                "splitting in this process", type(transform).__name__, type(exc).__name__, exc)
                 self._blobs[key] = None
-        return self._blobs[key]
+        entry = self._blobs[key]
+        return None if entry is None else (entry[1], entry[2])
 
-    def wants(self, transform: Any, nodes: Sequence[BaseNode]) -> bool:
-        """Whether the step ``transform(nodes)`` goes to the workers."""
-        if len(nodes) < 2 or not _is_parser(transform):
-            return False
-        if self.min_chars and sum(len(n.get_content()) for n in nodes) < self.min_chars:
+    def wants(self, transform: Any, nodes: Sequence[BaseNode], chars: int) -> bool:
+        """Whether the step ``transform(nodes)`` goes to the workers; ``chars``: the nodes' text length."""
+        if len(nodes) < 2 or not _is_parser(transform) or chars < self.min_chars:
             return False
         return self._blob(transform) is not None
 
@@ -159,12 +160,6 @@ class SplitPool:
         if self._executor is not None:
             self._executor.shutdown()
             self._executor = None
-
-    def __enter__(self) -> "SplitPool":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
 
 def _balanced_parts(nodes: List[BaseNode], parts: int) -> List[List[BaseNode]]:
@@ -233,15 +228,17 @@ def run_transformations(
         pool = SplitPool(int(num_workers or 2), min_chars=0)
     try:
         for transform in transformations:
-            if progress_callback is not None and _is_parser(transform):
-                progress_callback("splitting", sum(len(n.get_content()) for n in out))
+            parser = _is_parser(transform)
+            chars = sum(len(n.get_content()) for n in out) if parser and (progress_callback or pool) else 0
+            if progress_callback is not None and parser:
+                progress_callback("splitting", chars)
             out = _apply_cached(
                 out,
                 transform,
                 cache,
                 cache_collection,
                 show_progress=show_progress,
-                pool=pool if pool is not None and pool.wants(transform, out) else None,
+                pool=pool if pool is not None and pool.wants(transform, out, chars) else None,
                 progress_callback=progress_callback,
                 embed_counts=embed_counts,
                 validate_nodes=validate_nodes,
