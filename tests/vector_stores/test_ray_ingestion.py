@@ -241,7 +241,9 @@ def test_sigkill_of_the_driver_then_a_rerun_equals_a_clean_build(
     index_dir = tmp_path / "index"
     spec = _spec(milvus_server, "ray_driver_kill")
     args = ["index", str(corpus), "--index-dir", str(index_dir), "--engine", "ray", "--address", ray_address,
-            "--vector-store", spec, "--no-progress", "--json"]
+            "--vector-store", spec, "--no-progress", "--json",
+            # small blocks: the 3rd commit comes early, before the writers have put every node in Milvus
+            "--files-per-batch", "4"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     killed = subprocess.run([sys.executable, str(KILL_POINTS), json.dumps({"in_commit": 3}), *args],
                             capture_output=True, text=True, env=env, timeout=600)
