@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional
+import math
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ragloom.retrievers.base import BaseRetriever
 from ragloom.schema import NodeWithScore, QueryBundle
@@ -30,9 +31,18 @@ class VectorIndexRetriever(BaseRetriever):
         similarity_top_k: how many nodes to return; must be >= 1.
         filters: :class:`~ragloom.vector_stores.types.MetadataFilters` pushed down to the vector store.
         node_ids / doc_ids: restrict the search to these node ids / ``ref_doc_id`` values.
+        vector_store_query_mode: ``"hybrid"`` (default where supported), ``"default"`` (dense),
+            ``"text_search"`` (BM25) or ``"mmr"`` (maximal marginal relevance, see
+            :mod:`ragloom.retrievers.mmr`: dense candidates, then a diverse selection; works on
+            every vector store whose ``get_nodes`` returns vectors, not only in-memory ones).
+        mmr_threshold: MMR's λ in [0, 1] (1 = relevance only); also accepted as
+            ``vector_store_kwargs={"mmr_threshold": ...}``, LlamaIndex's spelling.
+        vector_store_kwargs: ``mmr_threshold``, ``mmr_prefetch_factor`` (candidates per result,
+            >= 1, default 4) or ``mmr_prefetch_k`` (candidates, >= ``similarity_top_k``).
 
     Raises:
-        ValueError: ``similarity_top_k`` < 1.
+        ValueError: ``similarity_top_k`` < 1, an unknown mode, ``alpha`` or ``mmr_threshold``
+            outside [0, 1], or an unknown ``vector_store_kwargs`` key.
     """
 
     def __init__(
@@ -46,8 +56,11 @@ class VectorIndexRetriever(BaseRetriever):
         alpha: Optional[float] = None,
         sparse_top_k: Optional[int] = None,
         hybrid_top_k: Optional[int] = None,
+        vector_store_kwargs: Optional[Dict[str, Any]] = None,
+        mmr_threshold: Optional[float] = None,
         **kwargs: Any,
     ) -> None:
+        from ragloom.retrievers.mmr import DEFAULT_MMR_PREFETCH_FACTOR, check_mmr_threshold
         from ragloom.vector_stores.types import VectorStoreQueryMode
 
         if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
@@ -72,6 +85,24 @@ class VectorIndexRetriever(BaseRetriever):
         self.alpha = alpha
         self.sparse_top_k = sparse_top_k
         self.hybrid_top_k = hybrid_top_k
+        extra = dict(vector_store_kwargs or {})
+        unknown = sorted(set(extra) - {"mmr_threshold", "mmr_prefetch_factor", "mmr_prefetch_k"})
+        if unknown:
+            raise ValueError(
+                f"vector_store_kwargs accepts mmr_threshold, mmr_prefetch_factor and mmr_prefetch_k, got {unknown}"
+            )
+        if mmr_threshold is None:
+            mmr_threshold = extra.get("mmr_threshold")
+        self.mmr_threshold = check_mmr_threshold(mmr_threshold)
+        factor = extra.get("mmr_prefetch_factor", DEFAULT_MMR_PREFETCH_FACTOR)
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1.0:
+            raise ValueError(f"mmr_prefetch_factor must be a number >= 1, got {factor!r}")
+        prefetch_k = extra.get("mmr_prefetch_k")
+        if prefetch_k is not None and (not isinstance(prefetch_k, int) or prefetch_k < similarity_top_k):
+            raise ValueError(
+                f"mmr_prefetch_k must be an int >= similarity_top_k ({similarity_top_k}), got {prefetch_k!r}"
+            )
+        self._mmr_prefetch_k = prefetch_k or max(similarity_top_k, math.ceil(similarity_top_k * float(factor)))
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         from ragloom.vector_stores.types import VectorStoreQuery
@@ -85,13 +116,11 @@ class VectorIndexRetriever(BaseRetriever):
 
             multilingual = bool(getattr(index.embed_model, "multilingual", False))
             alpha = 0.0 if (not multilingual and is_mostly_cjk(query_bundle.query_str)) else DEFAULT_HYBRID_ALPHA
+        if mode == "mmr":
+            return self._retrieve_mmr(query_bundle)
         needs_embedding = mode != "text_search" and not (mode == "hybrid" and alpha == 0.0)
-        if needs_embedding and query_bundle.embedding is None:
-            strs = query_bundle.embedding_strs
-            if len(strs) == 1:
-                query_bundle.embedding = index.embed_model.get_query_embedding(strs[0])
-            else:
-                query_bundle.embedding = index.embed_model.get_agg_embedding_from_queries(strs)
+        if needs_embedding:
+            self._embed_query(query_bundle)
         query = VectorStoreQuery(
             query_embedding=query_bundle.embedding,
             similarity_top_k=self.similarity_top_k,
@@ -106,3 +135,45 @@ class VectorIndexRetriever(BaseRetriever):
         )
         result = index.vector_store.query(query)
         return index._build_node_list_from_query_result(result)
+
+    def _embed_query(self, query_bundle: QueryBundle) -> None:
+        if query_bundle.embedding is None:
+            strs = query_bundle.embedding_strs
+            embed_model = self._index.embed_model
+            if len(strs) == 1:
+                query_bundle.embedding = embed_model.get_query_embedding(strs[0])
+            else:
+                query_bundle.embedding = embed_model.get_agg_embedding_from_queries(strs)
+
+    def _retrieve_mmr(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
+        """``vector_store_query_mode="mmr"``: the ``mmr_prefetch_k`` nearest nodes (dense search,
+        with the filters), then :func:`~ragloom.retrievers.mmr.mmr_select` over their stored vectors.
+        Scores are cosine similarities to the query."""
+        from ragloom.retrievers.mmr import mmr_select
+        from ragloom.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
+
+        index = self._index
+        self._embed_query(query_bundle)
+        query = VectorStoreQuery(
+            query_embedding=query_bundle.embedding,
+            similarity_top_k=self._mmr_prefetch_k,
+            node_ids=self.node_ids,
+            doc_ids=self.doc_ids,
+            query_str=query_bundle.query_str,
+            filters=self.filters,
+            mode=VectorStoreQueryMode.DEFAULT,
+        )
+        candidates = index._build_node_list_from_query_result(index.vector_store.query(query))
+        if not candidates:
+            return []
+        stored = {n.node_id: n for n in index.vector_store.get_nodes(node_ids=[c.node.node_id for c in candidates])}
+        usable = [c for c in candidates if stored.get(c.node.node_id) is not None
+                  and stored[c.node.node_id].embedding is not None]
+        if len(usable) < len(candidates):
+            raise ValueError(
+                f"{type(index.vector_store).__name__} returned nodes without their vectors; "
+                "vector_store_query_mode='mmr' needs a vector store whose get_nodes returns embeddings"
+            )
+        vectors = [stored[c.node.node_id].embedding for c in usable]
+        picked = mmr_select(query_bundle.embedding or [], vectors, self.similarity_top_k, self.mmr_threshold)
+        return [NodeWithScore(node=usable[i].node, score=score) for i, score in picked]

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 from ragloom.storage.docstore import BaseDocumentStore, SQLiteDocumentStore
 from ragloom.storage.index_store import BaseIndexStore, SQLiteIndexStore
@@ -54,6 +54,13 @@ class StorageContext:
         self.index_store = index_store
         self.vector_stores: Dict[str, BasePydanticVectorStore] = dict(vector_stores)
         self._database = database
+        # nodes the docstore records by link only (the vector store keeps their text) are read from
+        # the default vector store, so docstore.get_node works as in LlamaIndex
+        docstore.set_node_source(self._nodes_from_vector_store)
+
+    def _nodes_from_vector_store(self, node_ids: List[str]) -> List[Any]:
+        store = self.vector_store
+        return list(store.get_nodes(node_ids=node_ids)) if store.stores_text else []
 
     @classmethod
     def from_defaults(

@@ -106,6 +106,9 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
     def get_document(self, doc_id: str, raise_error: bool = True) -> Optional[BaseNode]:
         rows = self._db.execute("SELECT data FROM docstore_nodes WHERE node_id = ?", (doc_id,))
         if not rows:
+            linked = self._from_node_source([doc_id])
+            if linked:
+                return linked[0]
             if raise_error:
                 raise ValueError(f"doc_id {doc_id} not found.")
             return None
@@ -120,6 +123,9 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                 (json.dumps(list(node_ids[start : start + _CHUNK])),),
             )
             found.update((node_id, node_from_json(data)) for node_id, data in rows)
+        missing = [i for i in node_ids if i not in found]
+        if missing:
+            found.update((n.node_id, n) for n in self._from_node_source(missing))
         out = []
         for node_id in node_ids:
             node = found.get(node_id)
@@ -129,6 +135,19 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
                 continue
             out.append(node)
         return out
+
+    def _from_node_source(self, node_ids: List[str]) -> List[BaseNode]:
+        """The nodes among ``node_ids`` that are recorded here by link only, read from the node
+        source (see :meth:`BaseDocumentStore.set_node_source`)."""
+        if self._node_source is None:
+            return []
+        linked: List[str] = []
+        for start in range(0, len(node_ids), _CHUNK):
+            linked += [r[0] for r in self._db.execute(
+                "SELECT doc_id FROM docstore_meta WHERE doc_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(node_ids[start : start + _CHUNK])),),
+            )]
+        return self._node_source(linked) if linked else []
 
     def document_exists(self, doc_id: str) -> bool:
         return bool(self._db.execute("SELECT 1 FROM docstore_nodes WHERE node_id = ?", (doc_id,)))

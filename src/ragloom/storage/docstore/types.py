@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from ragloom.schema import BaseNode
 
@@ -39,6 +39,9 @@ class RefDocSummary:
 
 class BaseDocumentStore(ABC):
     """Nodes and documents by id, per-document hashes and each source document's node list."""
+
+    #: see :meth:`set_node_source`
+    _node_source: Optional[Callable[[List[str]], List[BaseNode]]] = None
 
     # -- nodes ---------------------------------------------------------------------------
     @property
@@ -130,6 +133,16 @@ class BaseDocumentStore(ABC):
         """The :class:`~ragloom.storage.sqlite.SQLiteDatabase` this store writes to, or ``None``.
         A vector store on the same database joins the docstore's transaction."""
         return None
+
+    def set_node_source(self, source: Optional[Callable[[List[str]], List[BaseNode]]]) -> None:
+        """Where :meth:`get_document` / :meth:`get_nodes` read the nodes this store records only by
+        link and hash (``add_documents(store_text=False)``, used when the vector store keeps the
+        text): ``source(node_ids)`` returns those it has.  :class:`~ragloom.storage.StorageContext`
+        sets it to its vector store's ``get_nodes``, so ``index.docstore.get_node(id)`` works as in
+        LlamaIndex (where the docstore holds every node).  ``None`` removes it.  A store that holds
+        every node's text ignores it.
+        """
+        self._node_source = source
 
     # -- derived helpers (LlamaIndex names) --------------------------------------------------
     def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode:
