@@ -22,8 +22,9 @@ _EXPORTS = {
     "NodeWithScore": "ragloom.schema",
     "QueryBundle": "ragloom.schema",
     "TransformComponent": "ragloom.schema",
-    # settings
+    # settings, callbacks
     "Settings": "ragloom.settings",
+    "CallbackManager": "ragloom.callbacks",
     # readers
     "SimpleDirectoryReader": "ragloom.readers",
     # node parsers
@@ -33,6 +34,15 @@ _EXPORTS = {
     "StorageContext": "ragloom.storage",
     "load_index_from_storage": "ragloom.storage",
     "VectorStoreIndex": "ragloom.indices",
+    "load_indices_from_storage": "ragloom.storage",
+    "SummaryIndex": "ragloom.indices",
+    "ListIndex": "ragloom.indices",
+    "KeywordTableIndex": "ragloom.indices",
+    "SimpleKeywordTableIndex": "ragloom.indices",
+    "RAKEKeywordTableIndex": "ragloom.indices",
+    "TreeIndex": "ragloom.indices",
+    "KnowledgeGraphIndex": "ragloom.indices",
+    "PropertyGraphIndex": "ragloom.indices",
     # retrieval: retrievers, postprocessors, IndexNode
     "IndexNode": "ragloom.schema",
     "BM25Retriever": "ragloom.retrievers",
@@ -42,6 +52,10 @@ _EXPORTS = {
     "VectorIndexRetriever": "ragloom.retrievers",
     "SimilarityPostprocessor": "ragloom.postprocessor",
     "SentenceTransformerRerank": "ragloom.postprocessor",
+    "LongContextReorder": "ragloom.postprocessor",
+    "PrevNextNodePostprocessor": "ragloom.postprocessor",
+    "AutoPrevNextNodePostprocessor": "ragloom.postprocessor",
+    "KeywordNodePostprocessor": "ragloom.postprocessor",
     # answers: prompts, prompt packing, synthesizers
     "PromptTemplate": "ragloom.prompts",
     "PromptHelper": "ragloom.indices.prompt_helper",

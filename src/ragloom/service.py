@@ -6,6 +6,8 @@ use) and answers:
 
 - :meth:`~IndexService.query` (``ragloom query``, ``POST /query``),
 - :meth:`~IndexService.ask` (``ragloom ask``, ``POST /ask``),
+- :meth:`~IndexService.chat` (``ragloom chat``): one turn of a conversation, stateless (the history
+  goes in and comes back),
 - :meth:`~IndexService.ingest` (``ragloom index``, ``POST /ingest``): one call of
   :func:`ragloom.ingestion.paths.index_paths`, the one ingestion engine,
 - :meth:`~IndexService.documents`, :meth:`~IndexService.delete_document`,
@@ -35,8 +37,8 @@ from ragloom.readers.base import fs_path
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["IndexService", "QUERY_MODES", "SCORE_KINDS", "RESPONSE_MODES", "MAX_TOP_K", "MAX_PREVIEW_CHARS",
-           "source_dict"]
+__all__ = ["IndexService", "QUERY_MODES", "SCORE_KINDS", "RESPONSE_MODES", "CHAT_MODES", "MAX_TOP_K",
+           "MAX_PREVIEW_CHARS", "source_dict"]
 
 #: ``mode`` of :meth:`IndexService.query` → the vector store query mode it runs
 QUERY_MODES = {"hybrid": "hybrid", "dense": "default", "keyword": "text_search"}
@@ -53,6 +55,9 @@ RESPONSE_MODES = (
     "compact", "refine", "tree_summarize", "simple_summarize", "accumulate", "compact_accumulate",
     "generation", "no_text", "context_only",
 )
+#: ``chat_mode`` values of :meth:`IndexService.chat` (``best`` is ``condense_plus_context``; see
+#: :mod:`ragloom.chat_engine.factory`)
+CHAT_MODES = ("best", "condense_plus_context", "context", "condense_question", "simple")
 #: most results one query may ask for
 MAX_TOP_K = 1000
 #: most characters :meth:`IndexService.preview_chunks` splits (a preview is interactive)
@@ -110,6 +115,29 @@ def source_dict(rank: int, nws: Any) -> Dict[str, Any]:
         "ref_doc_id": node.ref_doc_id,
         "text": node.get_content(MetadataMode.NONE),
     }
+
+
+def _history_message(i: int, item: Any) -> Any:
+    """``history[i]`` of :meth:`IndexService.chat` (``{"role", "content"}``) as a ``ChatMessage``.
+
+    Raises:
+        ValueError: not such a dict, or an unknown role.
+    """
+    from ragloom.llms.types import ChatMessage, MessageRole
+
+    roles = [r.value for r in MessageRole]
+    if not isinstance(item, dict) or item.get("role") not in roles or not isinstance(item.get("content"), str):
+        raise ValueError(f"history[{i}] must be {{'role': one of {roles}, 'content': str}}, got {item!r}")
+    return ChatMessage(role=MessageRole(item["role"]), content=item["content"])
+
+
+def _stream_to(pieces: Any, on_delta: Callable[[str], None]) -> None:
+    """Pass each delta of the generator ``pieces`` to ``on_delta``; stop generating if it raises."""
+    try:
+        for piece in pieces:
+            on_delta(piece)  # may raise to stop the answer (a client went away)
+    finally:
+        pieces.close()
 
 
 def _iso(ts: Optional[float]) -> Optional[str]:
@@ -311,6 +339,81 @@ class IndexService:
         if on_delta is not None and answer:
             on_delta(answer)
         return answer
+
+    def chat(self, message: str, history: Optional[Sequence[Dict[str, Any]]] = None, chat_mode: str = "best",
+             top_k: int = 5, mode: str = "hybrid", max_tokens: Optional[int] = None,
+             on_delta: Optional[Callable[[str], None]] = None, filters: Any = None) -> Dict[str, Any]:
+        """One turn of a conversation with the index: ``index.as_chat_engine(...)`` seeded with ``history``.
+
+        Stateless: the conversation so far comes in as ``history`` and the conversation after this turn
+        comes back in the result's ``history``; pass that to the next call (``[]`` starts over).  The chat
+        engine keeps of it what fits the LLM's window, newest turns first, counted in the LLM's tokenizer.
+
+        Args:
+            message: the user's message (not blank).
+            history: ``[{"role": "user" | "assistant" | "system", "content": str}, ...]``, oldest first.
+            chat_mode: one of :data:`CHAT_MODES`.
+            top_k: chunks retrieved per turn, 1..:data:`MAX_TOP_K` (not used by ``simple``).
+            mode: retrieval, as :meth:`query`.
+            max_tokens: most tokens of the answer (``None``: the LLM's default).
+            on_delta: when given, the answer is streamed and each new piece of text is passed to it.
+            filters: as :meth:`query`.
+
+        Returns:
+            ``{"message", "answer", "question" (the standalone question retrieval used; ``None`` for
+            ``simple``), "sources": [source_dict ...], "history", "chat_mode" (the mode that ran), "llm",
+            "toy", "note", "mode", "seconds"}``.
+
+        Raises:
+            ValueError: a blank message, a bad argument, history entry or LLM spec; a message too long for
+                the LLM's window.
+            ImportError: the LLM's extra is not installed.
+            RagloomError: the LLM request failed.
+        """
+        from ragloom.chat_engine.factory import resolve_chat_mode
+        from ragloom.vector_stores.types import MetadataFilters
+
+        t0 = time.perf_counter()
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError("the message is empty: give the message to answer")
+        _check_top_k(top_k)
+        _check_choice(mode, "mode", list(QUERY_MODES))
+        _check_choice(chat_mode, "chat_mode", CHAT_MODES)
+        past = [_history_message(i, item) for i, item in enumerate(history or [])]
+        mode = self._store_mode(mode)
+        if filters is not None and not isinstance(filters, MetadataFilters):
+            filters = MetadataFilters.from_dict(filters)
+        model = self.llm(max_tokens)
+        retrieval: Dict[str, Any] = {} if chat_mode == "simple" else {
+            "similarity_top_k": top_k, "vector_store_query_mode": QUERY_MODES[mode], "filters": filters}
+        engine = self.index.as_chat_engine(chat_mode=chat_mode, llm=model, chat_history=past, **retrieval)
+        lock = self._llm_lock if model.runs_locally else None
+        if lock is not None:
+            lock.acquire()
+        try:
+            if on_delta is None:
+                result: Any = engine.chat(message)
+            else:
+                result = engine.stream_chat(message)
+                _stream_to(result.response_gen, on_delta)
+        finally:
+            if lock is not None:
+                lock.release()
+        question = next((str(v) for s in result.sources for k, v in s.raw_input.items() if k in ("message", "query")),
+                        None)
+        return {
+            "message": message,
+            "answer": result.response,
+            "question": question,
+            "sources": [source_dict(i, nws) for i, nws in enumerate(result.source_nodes, 1)],
+            "history": [{"role": m.role.value, "content": m.content} for m in engine.chat_history],
+            "chat_mode": resolve_chat_mode(chat_mode).value,
+            "llm": model.metadata.model_name,
+            "toy": model.is_toy,
+            "note": model.TOY_NOTICE if model.is_toy else None,
+            "mode": mode,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
 
     # -- ingestion ----------------------------------------------------------------------------
     def ingest(self, paths: Sequence[PathLike], *, full: bool = False,

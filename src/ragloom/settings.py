@@ -13,6 +13,8 @@ Every attribute is created lazily on first use, so ``import ragloom`` stays chea
 - ``Settings.transformations``: default ``[Settings.node_parser]``.
 - ``Settings.llm``: ``None`` unless set (an LLM or a :func:`ragloom.llms.resolve_llm`
   specification such as ``"local"``) or named by ``$RAGLOOM_LLM``.
+- ``Settings.callback_manager``: the :class:`~ragloom.callbacks.CallbackManager` components
+  without their own report to (an empty one until set); read at call time.
 """
 
 from __future__ import annotations
@@ -131,6 +133,7 @@ class _Settings:
         self._chunk_size: Optional[int] = None
         self._chunk_overlap: Optional[int] = None
         self._llm: Any = None
+        self._callback_manager: Any = None
 
     # embed model ---------------------------------------------------------------
     @property
@@ -257,6 +260,31 @@ class _Settings:
 
             value = resolve_llm(value)
         self._llm = value
+
+    # callbacks -----------------------------------------------------------------------
+    @property
+    def callback_manager(self) -> Any:
+        """The :class:`~ragloom.callbacks.CallbackManager` every instrumented component without a
+        manager of its own reports to (see :mod:`ragloom.callbacks.base`); an empty one, created on
+        first use, until set.  Components read it at call time, so setting it after building an
+        index or engine takes effect."""
+        cm = self._callback_manager
+        if cm is None:
+            from ragloom.callbacks.base import CallbackManager
+
+            cm = self._callback_manager = CallbackManager()
+        return cm
+
+    @callback_manager.setter
+    def callback_manager(self, value: Any) -> None:
+        """A ``CallbackManager``, or ``None`` (back to an empty one).
+
+        Raises:
+            ValueError: anything else.
+        """
+        from ragloom.callbacks.base import check_callback_manager
+
+        self._callback_manager = check_callback_manager(value, "Settings.callback_manager")
 
 
 Settings = _Settings()

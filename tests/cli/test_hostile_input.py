@@ -146,9 +146,19 @@ def test_junk_chunks_are_left_out_and_listed_unless_kept(tmp_path):
     assert kept["junk"] == [] and kept["nodes_written"] > s["nodes_written"]
 
 
-def test_remote_embed_model_specs_are_refused_in_one_line(tmp_path):
+@pytest.mark.requires_extra("remote")
+def test_unusable_remote_embed_model_specs_are_refused_in_one_line(tmp_path, monkeypatch):
+    # remote providers are named on the command line since issue 14 (tests/cli/test_manage.py);
+    # one that cannot work is refused before anything is read, in one line
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     root, _ = _folder(tmp_path)
-    res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--no-progress",
-                                   "--embed-model", "ollama:nomic-embed-text"])
-    assert res.exit_code != 0 and "Traceback" not in res.output
-    assert "OllamaEmbedding" in res.output and "ragloom[remote]" in res.output, res.output
+    for spec, words in (("gemini:text-embedding-004", ("GeminiEmbedding", "ragloom[remote]")),
+                        ("openai:text-embedding-3-small", ("OPENAI_API_KEY",)),
+                        ("ollama:nomic-embed-text@localhost:11434", ("http://",))):
+        res = CliRunner().invoke(cli, ["index", str(root), "--index-dir", str(tmp_path / "idx"), "--no-progress",
+                                       "--embed-model", spec])
+        assert res.exit_code != 0 and "Traceback" not in res.output
+        assert all(w in res.output for w in words) and len(res.output.strip().splitlines()) == 1, res.output
+        assert not (tmp_path / "idx").exists()

@@ -27,11 +27,11 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     Raises:
         click.BadParameter: invalid chunk size/overlap or ``files_per_batch``.
         click.ClickException: the index is locked by another process (and not ``wait``), was built
-            with another embed model or vector store, or an optional dependency (ray, pymilvus) is
-            missing.
+            with another embed model or vector store, an optional dependency (ray, pymilvus) is
+            missing, or a remote embedding provider failed (:class:`~ragloom.errors.RagloomError`).
     """
     from ragloom._optional import MissingDependencyError
-    from ragloom.errors import IndexLockedError
+    from ragloom.errors import IndexLockedError, RagloomError
     from ragloom.ingestion.paths import index_paths
 
     def told(pid: Optional[int]) -> None:
@@ -61,6 +61,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         if "chunk_size" in message or "chunk_overlap" in message or "files_per_batch" in message:
             raise click.BadParameter(f"{message} (--chunk-size / --chunk-overlap / --files-per-batch)") from None
         raise click.ClickException(f"{index_dir}: {message}") from None
+    except RagloomError as exc:  # e.g. a remote embedding server that does not answer
+        raise click.ClickException(str(exc)) from None
     return summary.to_dict()
 
 

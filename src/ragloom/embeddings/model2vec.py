@@ -75,6 +75,7 @@ class Model2VecEmbedding(BaseEmbedding):
     def __init__(self, model_name: str = DEFAULT_STATIC_MODEL, normalize: bool = True, max_length: Optional[int] = None,
                  embed_batch_size: int = 1024, embed_cache: Any = None, **kwargs: Any) -> None:
         super().__init__(model_name=model_name, embed_batch_size=embed_batch_size, embed_cache=embed_cache)
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         if max_length is not None and (not isinstance(max_length, int) or max_length < 1):
             raise ValueError(f"max_length must be a positive int or None, got {max_length!r}")
         self._path = _resolve(model_name)

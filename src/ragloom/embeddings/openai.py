@@ -127,6 +127,7 @@ class OpenAIEmbedding(RemoteEmbedding):
             max_concurrency=max_concurrency,
             embed_cache=embed_cache,
         )
+        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
         if kwargs:
             logger.debug("OpenAIEmbedding ignores arguments %s", sorted(kwargs))
 

@@ -2,18 +2,70 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+import importlib
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type, Union
 
-from ragloom.data_structs import IndexDict
+from ragloom.data_structs import KG, IndexDict, IndexGraph, IndexList, IndexLPG, IndexStruct, KeywordTable
+
+#: What reopens each struct type: ``"module:Class"``, or a function of the struct returning such a
+#: string (one struct type shared by several classes).  New index kinds add theirs with
+#: :func:`register_index_class`.
+IndexClassSpec = Union[str, Callable[[IndexStruct], str]]
+
+
+def _keyword_table_class(struct: IndexStruct) -> str:
+    """The keyword table classes share one struct; ``extractor`` tells them apart."""
+    extractor = struct.extractor if isinstance(struct, KeywordTable) else "llm"
+    return {
+        "simple": "ragloom.indices.keyword_table.simple_base:SimpleKeywordTableIndex",
+        "rake": "ragloom.indices.keyword_table.rake_base:RAKEKeywordTableIndex",
+    }.get(extractor, "ragloom.indices.keyword_table.base:KeywordTableIndex")
+
+
+_INDEX_CLASSES: Dict[Type[IndexStruct], IndexClassSpec] = {
+    IndexDict: "ragloom.indices.vector_store:VectorStoreIndex",
+    IndexList: "ragloom.indices.list.base:SummaryIndex",
+    KeywordTable: _keyword_table_class,
+    IndexGraph: "ragloom.indices.tree.base:TreeIndex",
+    KG: "ragloom.indices.knowledge_graph.base:KnowledgeGraphIndex",
+    IndexLPG: "ragloom.indices.property_graph.base:PropertyGraphIndex",
+}
+
+
+def register_index_class(struct_type: Type[IndexStruct], spec: IndexClassSpec) -> None:
+    """Make :func:`load_index_from_storage` reopen structs of ``struct_type`` with the class ``spec``
+    names (``"package.module:Class"``, imported when first needed, or a function of the struct giving
+    such a string).  The struct type must also be in :mod:`ragloom.data_structs`' registry
+    (:func:`~ragloom.data_structs.register_index_struct`).
+
+    Raises:
+        ValueError: ``struct_type`` is not an ``IndexStruct`` subclass.
+    """
+    if not (isinstance(struct_type, type) and issubclass(struct_type, IndexStruct)):
+        raise ValueError(f"struct_type must be an IndexStruct subclass, got {struct_type!r}")
+    _INDEX_CLASSES[struct_type] = spec
+
+
+def index_class_for(struct: IndexStruct) -> Any:
+    """The index class that reopens ``struct``.
+
+    Raises:
+        ValueError: no class is registered for its type.
+    """
+    spec = _INDEX_CLASSES.get(type(struct))
+    if spec is None:
+        raise ValueError(f"unsupported index struct type {type(struct).__name__}")
+    target = spec if isinstance(spec, str) else spec(struct)
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def load_indices_from_storage(
     storage_context: Any, index_ids: Optional[Sequence[str]] = None, **kwargs: Any
 ) -> List[Any]:
     """All indexes (or those named in ``index_ids``) in ``storage_context``; ``kwargs`` go to the index
-    constructor (e.g. ``embed_model``)."""
-    from ragloom.indices.vector_store import VectorStoreIndex
-
+    constructor (e.g. ``embed_model``), each index is reopened as the class registered for its struct
+    type (:func:`register_index_class`)."""
     if index_ids is None:
         structs = list(storage_context.index_store.index_structs())
     else:
@@ -25,9 +77,8 @@ def load_indices_from_storage(
             structs.append(struct)
     out = []
     for struct in structs:
-        if not isinstance(struct, IndexDict):
-            raise ValueError(f"unsupported index struct type {type(struct).__name__}")
-        out.append(VectorStoreIndex(index_struct=struct, storage_context=storage_context, **kwargs))
+        cls = index_class_for(struct)
+        out.append(cls(index_struct=struct, storage_context=storage_context, **kwargs))
     return out
 
 

@@ -49,9 +49,13 @@ class VectorStoreIndex:
         show_progress: progress bars for embedding.
         store_nodes_override: also keep nodes in the docstore when the vector store stores text.
         insert_batch_size: nodes embedded and written per batch (bounds memory); >= 1.
+        callback_manager: where events go (default: inherited, see :mod:`ragloom.callbacks.base`):
+            ingestion (``from_documents``, ``insert`` …) runs in an ``"index_construction"``
+            trace whose node parsers and embed model report to it, and the retrievers and query
+            engines this index makes get it.
 
     Raises:
-        ValueError: bad ``insert_batch_size``.
+        ValueError: bad ``insert_batch_size``; ``callback_manager`` not a ``CallbackManager``.
     """
 
     def __init__(
@@ -64,12 +68,15 @@ class VectorStoreIndex:
         index_struct: Optional[IndexDict] = None,
         store_nodes_override: bool = False,
         insert_batch_size: int = DEFAULT_INSERT_BATCH_SIZE,
+        callback_manager: Any = None,
         **kwargs: Any,
     ) -> None:
+        from ragloom.callbacks.base import check_callback_manager
         from ragloom.storage import StorageContext
 
         if not isinstance(insert_batch_size, int) or insert_batch_size < 1:
             raise ValueError(f"insert_batch_size must be an int >= 1, got {insert_batch_size!r}")
+        self._callback_manager = check_callback_manager(callback_manager)
         self._storage_context = storage_context or StorageContext.from_defaults()
         self._embed_model = _choose_embed_model(embed_model, index_struct)
         self._transformations = list(transformations) if transformations is not None else None
@@ -158,6 +165,14 @@ class VectorStoreIndex:
         self._storage_context.index_store.delete_index_struct(self._index_struct.index_id)
         self._index_struct.index_id = index_id
         self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    @property
+    def callback_manager(self) -> Any:
+        """The :class:`~ragloom.callbacks.CallbackManager` this index reports to: its own, else the
+        inherited one (``Settings.callback_manager`` outside any event)."""
+        from ragloom.callbacks.base import resolve_callback_manager
+
+        return resolve_callback_manager(self._callback_manager)
 
     @property
     def embed_model(self) -> BaseEmbedding:
@@ -260,24 +275,30 @@ class VectorStoreIndex:
             ValueError: the vector store cannot hold one of the nodes (its ``validate_nodes``);
                 raised before any node is embedded.
         """
+        from ragloom.callbacks.base import callback_scope
+
         nodes = list(nodes)
         self.vector_store.validate_nodes(nodes)
-        self._engine([], plan_sources=False).run(
-            _batches(nodes, self._insert_batch_size), raise_on_error=True, show_progress=show_progress
-        )
+        with callback_scope(self._callback_manager, "index_construction"):
+            self._engine([], plan_sources=False).run(
+                _batches(nodes, self._insert_batch_size), raise_on_error=True, show_progress=show_progress
+            )
 
     def _ingest(self, documents: Sequence[Document], force: bool = False, show_progress: bool = False,
                 raise_on_error: bool = False) -> Any:
         """Run the engine over ``documents`` in batches; returns ``(IngestionStats, list[Plan])``."""
+        from ragloom.callbacks.base import callback_scope
+
         plans: List[Any] = []
         self._record_transformations(self.transformations)
-        stats = self._engine().run(
-            _batches(list(documents), DOCUMENTS_PER_BATCH),
-            force=force,
-            raise_on_error=raise_on_error,
-            plans=plans,
-            show_progress=show_progress,
-        )
+        with callback_scope(self._callback_manager, "index_construction"):
+            stats = self._engine().run(
+                _batches(list(documents), DOCUMENTS_PER_BATCH),
+                force=force,
+                raise_on_error=raise_on_error,
+                plans=plans,
+                show_progress=show_progress,
+            )
         return stats, plans
 
     def insert(self, document: Document, raise_on_error: bool = True, **kwargs: Any) -> None:
@@ -341,6 +362,7 @@ class VectorStoreIndex:
         """A :class:`~ragloom.retrievers.VectorIndexRetriever` (``similarity_top_k``, ``filters`` …)."""
         from ragloom.retrievers import VectorIndexRetriever
 
+        kwargs.setdefault("callback_manager", self._callback_manager)
         return VectorIndexRetriever(self, **kwargs)
 
     def as_query_engine(
@@ -378,7 +400,8 @@ class VectorStoreIndex:
             "prompt_helper", "response_synthesizer", "verbose", "callback_manager",
         }
         engine_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in engine_keys}
-        retriever = self.as_retriever(**kwargs)
+        engine_kwargs.setdefault("callback_manager", self._callback_manager)
+        retriever = self.as_retriever(callback_manager=engine_kwargs["callback_manager"], **kwargs)
         return RetrieverQueryEngine.from_args(
             retriever,
             llm=llm,
@@ -387,6 +410,18 @@ class VectorStoreIndex:
             node_postprocessors=node_postprocessors,
             **engine_kwargs,
         )
+
+    def as_chat_engine(self, chat_mode: Any = "best", llm: Any = None, **kwargs: Any) -> Any:
+        """A chat engine over this index: :func:`ragloom.chat_engine.factory.chat_engine_for` (``chat_mode``
+        ``best`` = ``condense_plus_context``, ``context``, ``condense_question``, ``simple``; ``llm``
+        default ``Settings.llm``; retriever, query engine and engine arguments in ``kwargs``).
+
+        Raises:
+            ValueError: as :func:`~ragloom.chat_engine.factory.chat_engine_for`.
+        """
+        from ragloom.chat_engine.factory import chat_engine_for
+
+        return chat_engine_for(self, chat_mode=chat_mode, llm=llm, **kwargs)
 
 
 def _choose_embed_model(embed_model: Any, index_struct: Optional[IndexDict]) -> BaseEmbedding:

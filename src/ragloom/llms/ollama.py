@@ -60,11 +60,12 @@ class Ollama(RemoteLLM):
         additional_kwargs: more model ``options`` (e.g. ``{"top_k": 20}``).
         is_chat_model: reported in ``metadata`` (default ``True``; both endpoints are native).
         system_prompt, tokenizer: see :class:`~ragloom.llms.remote.RemoteLLM`.
+        callback_manager: where its LLM events go (default: inherited, see :mod:`ragloom.callbacks.base`).
 
     Per-call ``kwargs`` of ``complete``/``chat`` are sent as model ``options``.
 
     Raises:
-        ValueError: an argument out of range.
+        ValueError: an argument out of range; ``callback_manager`` not a ``CallbackManager``.
         LLMProviderError: (from the calls) server not running, model not pulled (HTTP 404),
             5xx after the retries, malformed replies.
     """
@@ -90,6 +91,7 @@ class Ollama(RemoteLLM):
         tokenizer: Any = None,
         retry_backoff_base: float = 0.5,
         retry_backoff_max: float = 30.0,
+        callback_manager: Any = None,
     ) -> None:
         if temperature is not None and (not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 2.0):
             raise ValueError(f"temperature must be None or in [0, 2], got {temperature!r}")
@@ -113,6 +115,7 @@ class Ollama(RemoteLLM):
             retry_backoff_base=retry_backoff_base,
             retry_backoff_max=retry_backoff_max,
         )
+        self.callback_manager = callback_manager
         self.base_url = base_url.rstrip("/")
         self.temperature = temperature
         self.json_mode = json_mode

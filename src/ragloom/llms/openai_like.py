@@ -22,7 +22,7 @@ DEFAULT_OPENAI_API_BASE = "https://api.openai.com/v1"
 #: tokens reserved for the answer when ``max_tokens=None`` (LlamaIndex's default num_output)
 DEFAULT_NUM_OUTPUT = 256
 #: LlamaIndex arguments accepted (so ported code runs) and ignored: they have no effect here
-_IGNORED_LLAMAINDEX_ARGS = frozenset({"is_function_calling_model", "reuse_client", "callback_manager", "api_version"})
+_IGNORED_LLAMAINDEX_ARGS = frozenset({"is_function_calling_model", "reuse_client", "api_version"})
 
 
 def _first_choice(data: Any) -> Dict[str, Any]:
@@ -75,8 +75,9 @@ class OpenAILike(RemoteLLM):
         default_headers: extra HTTP headers.
         system_prompt, tokenizer, retry_backoff_base, retry_backoff_max, max_retry_after,
         requests_per_minute: see :class:`~ragloom.llms.remote.RemoteLLM`.
-        **kwargs: only the LlamaIndex arguments ``is_function_calling_model``, ``reuse_client``,
-            ``callback_manager`` and ``api_version``, accepted and ignored.
+        callback_manager: where its LLM events go (default: inherited, see :mod:`ragloom.callbacks.base`).
+        **kwargs: only the LlamaIndex arguments ``is_function_calling_model``, ``reuse_client``
+            and ``api_version``, accepted and ignored.
 
     Raises:
         TypeError: any other keyword argument.
@@ -107,6 +108,7 @@ class OpenAILike(RemoteLLM):
         retry_backoff_max: float = 30.0,
         max_retry_after: float = 60.0,
         requests_per_minute: Optional[float] = None,
+        callback_manager: Any = None,
         **kwargs: Any,
     ) -> None:
         unknown = sorted(set(kwargs) - _IGNORED_LLAMAINDEX_ARGS)
@@ -141,6 +143,7 @@ class OpenAILike(RemoteLLM):
             max_retry_after=max_retry_after,
             requests_per_minute=requests_per_minute,
         )
+        self.callback_manager = callback_manager
         self.api_base = base.rstrip("/")
         self.max_tokens = max_tokens
         self.temperature = float(temperature)

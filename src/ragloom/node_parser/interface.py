@@ -5,6 +5,11 @@ A node parser is a :class:`~ragloom.schema.TransformComponent`: ``parser(nodes)`
 the chunk nodes of every input node.  Text splitters built on the span engine share
 :class:`MetadataAwareTextSplitter`, which turns spans into nodes (offsets exact by
 construction, deterministic ids, SOURCE/PREVIOUS/NEXT relationships).
+
+Callbacks: ``NodeParser.__init_subclass__`` wraps the ``get_nodes_from_documents`` (and
+``split_text`` / ``split_text_metadata_aware``) each parser defines, so every parser reports
+NODE_PARSING and CHUNKING events to its ``callback_manager`` with no code of its own (see
+:class:`NodeParser`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ import json
 import logging
 from abc import abstractmethod
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from ragloom.callbacks.instrument import CallbackManagerMixin, enter_component, instrument_methods, leave_component
+from ragloom.callbacks.schema import CBEventType, EventPayload
 
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
@@ -38,11 +46,26 @@ _BATCH_CHARS = 131_072  # characters per tokenization batch
 _AHEAD = 8  # batches tokenized ahead of packing (bounds memory)
 
 
-class NodeParser(TransformComponent):
-    """Turns nodes (usually documents) into chunk nodes."""
+class NodeParser(CallbackManagerMixin, TransformComponent):
+    """Turns nodes (usually documents) into chunk nodes.
+
+    Callbacks: each ``get_nodes_from_documents`` call (``parser(nodes)`` included) is one
+    ``NODE_PARSING`` event of :attr:`callback_manager` (start ``DOCUMENTS``, end ``NODES``)
+    holding one ``CHUNKING`` event per input document (start ``CHUNKS: [document text]``, end
+    ``CHUNKS: [its chunks' texts]``).  The CHUNKING events are reported when parsing is done
+    (the span engine splits documents in batches, so their start and end times carry no
+    per-document duration); a direct ``split_text(text)`` call is one timed CHUNKING event.  A
+    parser delegating to another reports each document once.  Subclasses get this by defining
+    the methods (``__init_subclass__`` wraps them); without handlers the wrapper is one check.
+    ``callback_manager=`` of the parsers' constructors sets the manager.
+    """
 
     include_metadata: bool = True
     include_prev_next_rel: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        instrument_methods(cls, _PARSER_WRAPPERS)
 
     @abstractmethod
     def get_nodes_from_documents(
@@ -54,6 +77,91 @@ class NodeParser(TransformComponent):
         :func:`carry_source`), so parsers chain: ``parser2(parser1(docs))``."""
         with metadata_warnings_once():
             return carry_source(nodes, self.get_nodes_from_documents(nodes, **kwargs))
+
+
+# -- callbacks -------------------------------------------------------------------------------------
+#: ids of the documents a CHUNKING event was already reported for inside the outermost traced
+#: ``get_nodes_from_documents`` of this thread/task (``None`` outside one): a parser that delegates
+#: to another (SimpleFileNodeParser, HierarchicalNodeParser) reports each document once
+_CHUNKED: contextvars.ContextVar[Optional[set]] = contextvars.ContextVar("ragloom_cb_chunked", default=None)
+
+
+def _report_chunking(cm: Any, documents: Sequence[BaseNode], nodes: Sequence[BaseNode], done: set) -> None:
+    """One CHUNKING event per document of ``documents`` not in ``done``: start ``CHUNKS: [its
+    text]``, end ``CHUNKS: [the texts of its nodes]`` (the nodes whose SOURCE is the document)."""
+    by_source: Dict[str, List[str]] = {}
+    for node in nodes:
+        src = node.source_node
+        if src is not None:
+            by_source.setdefault(src.node_id, []).append(node.get_content(MetadataMode.NONE))
+    for doc in documents:
+        if doc.id_ in done:
+            continue
+        done.add(doc.id_)
+        with cm.event(CBEventType.CHUNKING, payload={EventPayload.CHUNKS: [doc.get_content(MetadataMode.NONE)]}) as ev:
+            ev.on_end(payload={EventPayload.CHUNKS: by_source.get(doc.id_, [])})
+
+
+def _traced_parse(fn: Callable[..., List[BaseNode]]) -> Callable[..., List[BaseNode]]:
+    """Wrapper of a parser's ``get_nodes_from_documents``: a NODE_PARSING event (``DOCUMENTS`` →
+    ``NODES``) holding one CHUNKING event per document (see :class:`NodeParser`)."""
+
+    def get_nodes_from_documents(self: "NodeParser", *args: Any, **kwargs: Any) -> List[BaseNode]:
+        cm = self.callback_manager
+        token = enter_component(self) if cm.handlers else None
+        if token is None:
+            return fn(self, *args, **kwargs)
+        done = _CHUNKED.get()
+        outer = None
+        if done is None:
+            done = set()
+            outer = _CHUNKED.set(done)
+        try:
+            if args:
+                docs = list(args[0])
+                args = (docs,) + args[1:]
+            else:
+                docs = list(kwargs.get("documents") or [])
+                kwargs["documents"] = docs
+            with cm.event(CBEventType.NODE_PARSING, payload={EventPayload.DOCUMENTS: docs}) as event:
+                nodes = fn(self, *args, **kwargs)
+                _report_chunking(cm, docs, nodes, done)
+                event.on_end(payload={EventPayload.NODES: nodes})
+            return nodes
+        finally:
+            if outer is not None:
+                _CHUNKED.reset(outer)
+            leave_component(token)
+
+    return get_nodes_from_documents
+
+
+def _traced_split(fn: Callable[..., List[str]]) -> Callable[..., List[str]]:
+    """Wrapper of ``split_text`` / ``split_text_metadata_aware`` called directly: a CHUNKING event
+    (``CHUNKS: [text]`` → ``CHUNKS: chunks``).  Inside the parser's own ``get_nodes_from_documents``
+    it calls through (that call reports per document)."""
+
+    def split(self: "NodeParser", text: str, *args: Any, **kwargs: Any) -> List[str]:
+        cm = self.callback_manager
+        token = enter_component(self) if cm.handlers else None
+        if token is None:
+            return fn(self, text, *args, **kwargs)
+        try:
+            with cm.event(CBEventType.CHUNKING, payload={EventPayload.CHUNKS: [text]}) as event:
+                chunks = fn(self, text, *args, **kwargs)
+                event.on_end(payload={EventPayload.CHUNKS: chunks})
+            return chunks
+        finally:
+            leave_component(token)
+
+    return split
+
+
+_PARSER_WRAPPERS: Dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "get_nodes_from_documents": _traced_parse,
+    "split_text": _traced_split,
+    "split_text_metadata_aware": _traced_split,
+}
 
 
 def carry_source(inputs: Sequence[BaseNode], outputs: List[BaseNode]) -> List[BaseNode]:

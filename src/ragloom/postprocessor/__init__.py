@@ -1,6 +1,7 @@
 """Node postprocessors: run on retrieved ``list[NodeWithScore]`` before synthesis."""
 
 from ragloom.postprocessor.keyword import KeywordNodePostprocessor
+from ragloom.postprocessor.llm_rerank import LLMRerank
 from ragloom.postprocessor.metadata_replacement import MetadataReplacementPostProcessor
 from ragloom.postprocessor.node import SimilarityPostprocessor
 from ragloom.postprocessor.prev_next import AutoPrevNextNodePostprocessor, PrevNextNodePostprocessor
@@ -12,6 +13,7 @@ __all__ = [
     "AutoPrevNextNodePostprocessor",
     "BaseNodePostprocessor",
     "KeywordNodePostprocessor",
+    "LLMRerank",
     "LongContextReorder",
     "PrevNextNodePostprocessor",
     "MetadataReplacementPostProcessor",

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import msgspec
 
+from ragloom.callbacks.schema import CBEventType, EventPayload
 from ragloom.errors import ModelNotAvailableError
 from ragloom.postprocessor.types import BaseNodePostprocessor
 from ragloom.schema import MetadataMode, NodeWithScore, QueryBundle
@@ -134,6 +135,11 @@ class SentenceTransformerRerank(BaseNodePostprocessor):
             self.device = str(getattr(model, "device", device))
             if max_length is not None and hasattr(model, "max_length"):
                 model.max_length = max_length
+
+    callback_event_type = CBEventType.RERANKING
+
+    def _callback_payload(self) -> Dict[EventPayload, Any]:
+        return {EventPayload.MODEL_NAME: self.model, EventPayload.TOP_K: self.top_n}
 
     def to_config(self) -> Dict[str, Any]:
         return {

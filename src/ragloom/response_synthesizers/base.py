@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Coroutine, Dict, Generator, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ragloom.base.response.schema import RESPONSE_TYPE, AsyncStreamingResponse, Response, StreamingResponse
+from ragloom.callbacks.instrument import CallbackManagerMixin
+from ragloom.callbacks.schema import CBEventType, EventPayload
 from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.mixin import PromptMixin
 from ragloom.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
@@ -37,8 +40,10 @@ __all__ = ["BaseSynthesizer", "LLMCall", "llm_or_default", "run_async", "EMPTY_R
 EMPTY_RESPONSE = "Empty Response"
 
 _NO_LLM_MESSAGE = (
-    "no LLM is configured, and this response mode needs one to write an answer. Options:\n"
-    "  - pass one: index.as_query_engine(llm=...) / get_response_synthesizer(llm=...);\n"
+    "no LLM is configured, and this step needs one (to write an answer, or to build an index that an "
+    "LLM writes). Options:\n"
+    "  - pass one: llm=... (index.as_query_engine(llm=...), KeywordTableIndex(..., llm=...), "
+    "get_response_synthesizer(llm=...));\n"
     "  - set a default once: `from ragloom import Settings; Settings.llm = ...` (an LLM or a "
     "specification string), or the environment variable RAGLOOM_LLM;\n"
     "  - any OpenAI-compatible server (vLLM, llama.cpp server, LM Studio, OpenAI): "
@@ -75,13 +80,14 @@ def llm_or_default(llm: Any = None) -> Any:
 
 def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
     """Run ``coro`` to completion from blocking code, also when an event loop is already running
-    in this thread (then in a fresh loop on a worker thread)."""
+    in this thread (then in a fresh loop on a worker thread, in a copy of this thread's context so
+    callback events keep their parent and manager)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return pool.submit(contextvars.copy_context().run, asyncio.run, coro).result()
 
 
 @dataclass
@@ -111,7 +117,7 @@ def _as_nodes_with_score(nodes: Sequence[Any]) -> List[NodeWithScore]:
     return out
 
 
-class BaseSynthesizer(PromptMixin):
+class BaseSynthesizer(CallbackManagerMixin, PromptMixin):
     """Base class of response synthesizers (LlamaIndex's ``BaseSynthesizer``).
 
     Args:
@@ -122,10 +128,16 @@ class BaseSynthesizer(PromptMixin):
             context window, output budget and tokenizer).
         streaming: return :class:`~ragloom.base.response.StreamingResponse` (text deltas) instead
             of :class:`~ragloom.base.response.Response`.
-        callback_manager, verbose: accepted for LlamaIndex compatibility; unused.
+        callback_manager: where its events go (default: inherited, see :mod:`ragloom.callbacks.base`):
+            :meth:`synthesize` / :meth:`asynthesize` report one ``SYNTHESIZE`` event each (start
+            ``QUERY_STR``, end ``RESPONSE``; a streaming response ends it when returned, its LLM
+            event ends when the stream does), the LLM calls inside it report to the same manager
+            unless the LLM has its own.  Subclasses get this by implementing ``_plan``.
+        verbose: accepted for LlamaIndex compatibility; unused.
 
     Raises:
-        ValueError: no ``llm`` and no ``Settings.llm`` (for modes that call an LLM).
+        ValueError: no ``llm`` and no ``Settings.llm`` (for modes that call an LLM);
+            ``callback_manager`` not a ``CallbackManager``.
     """
 
     #: whether this mode calls an LLM at all
@@ -289,6 +301,16 @@ class BaseSynthesizer(PromptMixin):
                 context window.
         """
         query_str, scored, sources, chunks = self._prepare(query, nodes, additional_source_nodes)
+        cm = self.callback_manager
+        if not cm.handlers:
+            return self._synthesize(query_str, scored, sources, chunks, response_kwargs)
+        with cm.event(CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: query_str}) as event:
+            response = self._synthesize(query_str, scored, sources, chunks, response_kwargs)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    def _synthesize(self, query_str: str, scored: List[NodeWithScore], sources: List[NodeWithScore],
+                    chunks: List[str], response_kwargs: Dict[str, Any]) -> RESPONSE_TYPE:
         if not scored:
             answer: Any = iter([EMPTY_RESPONSE]) if self._streaming else EMPTY_RESPONSE
             return self._wrap(answer, sources)
@@ -303,6 +325,16 @@ class BaseSynthesizer(PromptMixin):
     ) -> RESPONSE_TYPE:
         """As :meth:`synthesize`, with async LLM calls; streaming gives an ``AsyncStreamingResponse``."""
         query_str, scored, sources, chunks = self._prepare(query, nodes, additional_source_nodes)
+        cm = self.callback_manager
+        if not cm.handlers:
+            return await self._asynthesize(query_str, scored, sources, chunks, response_kwargs)
+        with cm.event(CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: query_str}) as event:
+            response = await self._asynthesize(query_str, scored, sources, chunks, response_kwargs)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        return response
+
+    async def _asynthesize(self, query_str: str, scored: List[NodeWithScore], sources: List[NodeWithScore],
+                           chunks: List[str], response_kwargs: Dict[str, Any]) -> RESPONSE_TYPE:
         if not scored:
             answer: Any = _aiter_one(EMPTY_RESPONSE) if self._streaming else EMPTY_RESPONSE
             return self._wrap(answer, sources)
@@ -313,21 +345,23 @@ async def _aiter_one(text: str) -> AsyncIterator[str]:
     yield text
 
 
-async def _astream(llm: Any, call: LLMCall) -> AsyncIterator[str]:
-    """Text deltas of ``call`` from the LLM's async streaming methods (as ``LLM.stream`` does it)."""
+def _astream(llm: Any, call: LLMCall) -> AsyncIterator[str]:
+    """Text deltas of ``call`` from the LLM's async streaming methods (as ``LLM.stream`` does it).
+
+    The stream is requested now (inside the caller's SYNTHESIZE event, so its LLM event gets that
+    parent and manager) and read when the result is iterated."""
     astream = getattr(llm, "astream", None)
     if astream is not None:
-        async for delta in astream(call.prompt, **call.kwargs):
-            yield delta
-        return
+        return astream(call.prompt, **call.kwargs)
     text = call.text()
     if llm.metadata.is_chat_model:
-        async for piece in llm.astream_chat(llm._messages_for(text)):
-            if piece.delta:
-                yield piece.delta
-        return
+        return _adeltas(llm.astream_chat(llm._messages_for(text)))
     if llm.system_prompt:
         text = f"{llm.system_prompt}\n\n{text}"
-    async for piece in llm.astream_complete(text):
+    return _adeltas(llm.astream_complete(text))
+
+
+async def _adeltas(pieces: Any) -> AsyncIterator[str]:
+    async for piece in pieces:
         if piece.delta:
             yield piece.delta

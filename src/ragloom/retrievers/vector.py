@@ -66,6 +66,7 @@ class VectorIndexRetriever(BaseRetriever):
         if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
         self._index = index
+        self.callback_manager = kwargs.pop("callback_manager", None)  # RETRIEVE events (ragloom.callbacks)
         self.similarity_top_k = similarity_top_k
         self.filters = filters
         self.node_ids = node_ids

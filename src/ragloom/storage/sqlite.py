@@ -73,6 +73,34 @@ CREATE TABLE IF NOT EXISTS index_structs (
     data     TEXT NOT NULL
 );
 
+-- index store, docstore-backed indexes (ragloom.indices.base): the fingerprint of each source
+-- document an index ingested (per index: two index kinds over the same documents never clash)
+CREATE TABLE IF NOT EXISTS index_sources (
+    index_id    TEXT NOT NULL,
+    ref_doc_id  TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    PRIMARY KEY (index_id, ref_doc_id)
+) WITHOUT ROWID;
+
+-- index store: the nodes each docstore-backed index holds (rowid = insertion order)
+CREATE TABLE IF NOT EXISTS index_nodes (
+    index_id   TEXT NOT NULL,
+    node_id    TEXT NOT NULL,
+    ref_doc_id TEXT NOT NULL,
+    UNIQUE (index_id, node_id)
+);
+CREATE INDEX IF NOT EXISTS index_nodes_source ON index_nodes(index_id, ref_doc_id);
+CREATE INDEX IF NOT EXISTS index_nodes_node ON index_nodes(node_id);
+
+-- index store: key -> node postings of an index (keyword tables)
+CREATE TABLE IF NOT EXISTS index_postings (
+    index_id TEXT NOT NULL,
+    key      TEXT NOT NULL,
+    node_id  TEXT NOT NULL,
+    PRIMARY KEY (index_id, key, node_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS index_postings_node ON index_postings(index_id, node_id);
+
 -- vector store collections: the dimension is fixed by the first add
 CREATE TABLE IF NOT EXISTS vector_collections (
     name      TEXT PRIMARY KEY,

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
 from ragloom.storage.docstore import BaseDocumentStore, SQLiteDocumentStore
 from ragloom.storage.index_store import BaseIndexStore, SQLiteIndexStore
@@ -47,6 +47,8 @@ class StorageContext:
         index_store: BaseIndexStore,
         vector_stores: Dict[str, BasePydanticVectorStore],
         database: Optional[SQLiteDatabase] = None,
+        graph_store: Any = None,
+        property_graph_store: Any = None,
     ) -> None:
         if DEFAULT_VECTOR_STORE not in vector_stores:
             raise ValueError(f"vector_stores needs a {DEFAULT_VECTOR_STORE!r} entry")
@@ -54,13 +56,22 @@ class StorageContext:
         self.index_store = index_store
         self.vector_stores: Dict[str, BasePydanticVectorStore] = dict(vector_stores)
         self._database = database
+        # graph stores (KnowledgeGraphIndex, PropertyGraphIndex): made on first use, on the shared database
+        self._graph_store = graph_store
+        self._property_graph_store = property_graph_store
         # nodes the docstore records by link only (the vector store keeps their text) are read from
         # the default vector store, so docstore.get_node works as in LlamaIndex
         docstore.set_node_source(self._nodes_from_vector_store)
+        # nodes a docstore-backed index (SummaryIndex, keyword tables ...) holds survive another index
+        # replacing their document (e.g. a VectorStoreIndex re-ingesting it with another splitter)
+        docstore.set_node_guard(self._nodes_held_by_indexes)
 
     def _nodes_from_vector_store(self, node_ids: List[str]) -> List[Any]:
         store = self.vector_store
         return list(store.get_nodes(node_ids=node_ids)) if store.stores_text else []
+
+    def _nodes_held_by_indexes(self, node_ids: List[str]) -> Set[str]:
+        return self.index_store.nodes_held_elsewhere(None, node_ids)
 
     @classmethod
     def from_defaults(
@@ -72,6 +83,8 @@ class StorageContext:
         persist_dir: Optional[PathLike] = None,
         create_if_missing: bool = False,
         fs: Any = None,
+        graph_store: Any = None,
+        property_graph_store: Any = None,
     ) -> "StorageContext":
         """Fill in whatever is not given with the SQLite defaults, all on one database.
 
@@ -79,6 +92,10 @@ class StorageContext:
           component, so everything still lives in one file);
         * ``persist_dir``: ``persist_dir/ragloom.sqlite``, which must exist unless
           ``create_if_missing=True`` (then the directory and database are created).
+
+        ``graph_store`` / ``property_graph_store``: default a
+        :class:`~ragloom.graph_stores.SimpleGraphStore` / ``SimplePropertyGraphStore`` on the same
+        database, made when first used.
         """
         if fs is not None:
             raise ValueError("ragloom storage works on the local file system only (fs must be None)")
@@ -103,7 +120,41 @@ class StorageContext:
             index_store=index_store if index_store is not None else SQLiteIndexStore(database),
             vector_stores=stores,
             database=database,
+            graph_store=graph_store,
+            property_graph_store=property_graph_store,
         )
+
+    @classmethod
+    def from_llamaindex(
+        cls,
+        persist_dir: PathLike,
+        embed_model: Any = None,
+        index_dir: Optional[PathLike] = None,
+        index_id: Optional[str] = None,
+        verify: bool = True,
+    ) -> "StorageContext":
+        """A storage context holding the ``VectorStoreIndex`` of a LlamaIndex storage folder, its
+        vectors kept (nothing re-embedded): then ``load_index_from_storage(sc)`` as in LlamaIndex.
+
+        ``persist_dir`` is the folder LlamaIndex's ``storage_context.persist()`` wrote;
+        ``embed_model`` the model that made its vectors (``None``: the bundled all-MiniLM-L6-v2 in
+        fp32, accepted only for 384-dimensional vectors), checked by dimension and, with ``verify``,
+        by embedding a few stored nodes again; ``index_dir``: a ragloom index directory to import
+        into (created if missing), default in memory (``persist()`` it to keep it).  See
+        :mod:`ragloom.storage.llamaindex_import` (the import goes through the ingestion engine).
+
+        Raises:
+            FileNotFoundError: a LlamaIndex file is missing.  ValueError: not a ``VectorStoreIndex``,
+                its vectors are not in the folder, or the embed model does not match them.
+        """
+        from ragloom.storage.llamaindex_import import import_llamaindex, import_llamaindex_dir
+
+        if index_dir is not None:
+            import_llamaindex_dir(persist_dir, index_dir, embed_model=embed_model, index_id=index_id, verify=verify)
+            return cls.from_defaults(persist_dir=index_dir)
+        storage_context = cls.from_defaults()
+        import_llamaindex(persist_dir, storage_context, embed_model=embed_model, index_id=index_id, verify=verify)
+        return storage_context
 
     @staticmethod
     def _open_persist_dir(persist_dir: PathLike, create_if_missing: bool) -> SQLiteDatabase:
@@ -127,6 +178,34 @@ class StorageContext:
     @vector_store.setter
     def vector_store(self, store: BasePydanticVectorStore) -> None:
         self.vector_stores[DEFAULT_VECTOR_STORE] = store
+
+    @property
+    def graph_store(self) -> Any:
+        """The triplet store (:class:`~ragloom.graph_stores.SimpleGraphStore` on the shared database
+        unless another was given; made on first use, so its tables exist only where it was used)."""
+        if self._graph_store is None:
+            from ragloom.graph_stores.simple import SimpleGraphStore
+
+            self._graph_store = SimpleGraphStore(database=self._database)
+        return self._graph_store
+
+    @graph_store.setter
+    def graph_store(self, store: Any) -> None:
+        self._graph_store = store
+
+    @property
+    def property_graph_store(self) -> Any:
+        """The property graph store (:class:`~ragloom.graph_stores.SimplePropertyGraphStore` on the
+        shared database unless another was given; made on first use)."""
+        if self._property_graph_store is None:
+            from ragloom.graph_stores.simple_labelled import SimplePropertyGraphStore
+
+            self._property_graph_store = SimplePropertyGraphStore(database=self._database)
+        return self._property_graph_store
+
+    @property_graph_store.setter
+    def property_graph_store(self, store: Any) -> None:
+        self._property_graph_store = store
 
     def add_vector_store(self, vector_store: BasePydanticVectorStore, namespace: str) -> None:
         self.vector_stores[namespace] = vector_store
@@ -180,6 +259,9 @@ class StorageContext:
         for namespace, store in self.vector_stores.items():
             if _database_of(store) is not self._database:
                 store.persist(str(directory / f"{namespace}{NAMESPACE_SEP}vector_store.json"))
+        for name, graph in (("graph_store", self._graph_store), ("property_graph_store", self._property_graph_store)):
+            if graph is not None and _database_of(graph) is not self._database:
+                graph.persist(str(directory / f"{name}.json"))
 
     def close(self) -> None:
         """Close the shared database (the context is unusable afterwards)."""

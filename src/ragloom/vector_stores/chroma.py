@@ -13,9 +13,19 @@ LlamaIndex users import it from ``llama_index.vector_stores.chroma``; here it is
 metadata = the node's metadata flattened for Chroma (see
 :func:`ragloom.vector_stores.utils.flat_metadata_value`: ``None`` and empty lists left out,
 dicts and mixed lists as JSON text) plus ``_node_content`` (the node as JSON, without
-embedding and text), ``_node_type``, ``ref_doc_id`` and ``_ragloom_keys`` (the stored keys).
+embedding and text), ``_node_type``, the source document's id under ``document_id``, ``doc_id``
+and ``ref_doc_id``, and ``_ragloom_keys`` (the stored keys).
 Nodes come back exactly as they were written, from ``_node_content``; the flattened copy is
-only for filters.  :meth:`ChromaVectorStore.validate_nodes` rejects values that cannot be
+only for filters.
+
+**LlamaIndex's collections.**  The record layout is the one LlamaIndex's ``ChromaVectorStore``
+writes (the same ``_node_content`` fields, ``_node_type``, ``document_id`` / ``doc_id`` /
+``ref_doc_id``), so a collection LlamaIndex wrote opens here
+(``VectorStoreIndex.from_vector_store(ChromaVectorStore(chroma_collection=...))``) and one written
+here opens in LlamaIndex; either side can delete the other's documents.  LlamaIndex writes no
+``_ragloom_keys``, so on its records ``!=`` and ``nin`` filters match nothing (they need the
+key to exist).  A node without a source document gets none of the three id keys here
+(LlamaIndex writes the text ``"None"``).  :meth:`ChromaVectorStore.validate_nodes` rejects values that cannot be
 stored (objects, NaN, integers beyond 64 bits, reserved keys) before anything is embedded.
 
 **Writes** go in batches of Chroma's maximum batch size (asked from the client; 5461 in chromadb
@@ -90,6 +100,7 @@ from ragloom.vector_stores.utils import (
     UnsupportedFilterError,
     check_default_query,
     check_embeddings,
+    check_ref_doc_keys,
     combine_clauses,
     compile_filter_tree,
     dedupe_last,
@@ -486,13 +497,15 @@ class ChromaVectorStore(BasePydanticVectorStore):
     # -- writes -----------------------------------------------------------------------------
     def validate_nodes(self, nodes: Sequence[BaseNode]) -> None:
         """Reject nodes whose metadata Chroma cannot store (see
-        :func:`~ragloom.vector_stores.utils.validate_node_metadata`), before any embedding.
+        :func:`~ragloom.vector_stores.utils.validate_node_metadata` and
+        :func:`~ragloom.vector_stores.utils.check_ref_doc_keys`), before any embedding.
 
         Raises:
             ValueError: naming the node id and the offending key.
         """
         for node in nodes:
             validate_node_metadata(node)
+            check_ref_doc_keys(node)
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> List[str]:
         """Add nodes (replacing records with the same id) in batches of ``batch_size``; return their ids.

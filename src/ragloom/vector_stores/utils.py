@@ -35,10 +35,13 @@ __all__ = [
     "UnsupportedFilterError",
     "RESERVED_METADATA_KEYS",
     "validate_node_metadata",
+    "check_ref_doc_keys",
+    "LLAMAINDEX_REF_DOC_KEYS",
     "filterable_metadata",
     "flat_metadata_value",
     "node_to_metadata_dict",
     "metadata_dict_to_node",
+    "node_from_llamaindex",
     "node_content_json",
     "dedupe_last",
     "check_embeddings",
@@ -50,6 +53,10 @@ __all__ = [
 
 #: Keys the adapters write next to the user's metadata; user metadata may not use them.
 RESERVED_METADATA_KEYS = ("_node_content", "_node_type", "ref_doc_id", "_ragloom_keys")
+#: The source document's id, under the three keys LlamaIndex's ``node_to_metadata_dict`` writes
+#: (``document_id`` for Chroma, ``doc_id`` for Pinecone/Qdrant/Redis, ``ref_doc_id`` for Weaviate):
+#: rows written by ragloom can then be deleted and filtered by LlamaIndex, and the other way round.
+LLAMAINDEX_REF_DOC_KEYS = ("document_id", "doc_id", "ref_doc_id")
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -112,6 +119,21 @@ def validate_node_metadata(node: BaseNode) -> None:
         _check_value(node.node_id, key, value)
 
 
+def check_ref_doc_keys(node: BaseNode) -> None:
+    """Reject metadata ``doc_id`` / ``document_id`` values other than the node's ``ref_doc_id``: a store
+    that writes :data:`LLAMAINDEX_REF_DOC_KEYS` (Chroma) keeps the source document's id there.
+
+    Raises:
+        ValueError: naming the node, the key and both values.
+    """
+    for key in ("document_id", "doc_id"):
+        if key in node.metadata and node.metadata[key] != node.ref_doc_id:
+            raise ValueError(
+                f"node {node.node_id}: metadata key {key!r} ({node.metadata[key]!r}) is where this store keeps the "
+                f"source document's id ({node.ref_doc_id!r}), as LlamaIndex does; rename the key"
+            )
+
+
 def flat_metadata_value(value: Any) -> Any:
     """The value Chroma-style flat metadata holds for ``value`` (``None``: leave the key out).
 
@@ -151,17 +173,20 @@ def node_content_json(node: BaseNode, remove_text: bool = True) -> str:
 
 def node_to_metadata_dict(node: BaseNode, remove_text: bool = True, flat_metadata: bool = True) -> Dict[str, Any]:
     """Flat metadata for one row: the node's metadata (flattened with :func:`flat_metadata_value`
-    when ``flat_metadata``), plus ``_node_content`` (the node JSON), ``_node_type``, ``ref_doc_id``
-    (when the node has one) and ``_ragloom_keys`` (the list of stored metadata keys, which lets
-    ``!=`` and ``nin`` filters require the key to exist).
+    when ``flat_metadata``), plus ``_node_content`` (the node JSON), ``_node_type``, the source
+    document's id under ``document_id``, ``doc_id`` and ``ref_doc_id`` (:data:`LLAMAINDEX_REF_DOC_KEYS`,
+    when the node has one; LlamaIndex writes the text ``"None"`` otherwise, ragloom leaves them out)
+    and ``_ragloom_keys`` (the list of stored metadata keys, which lets ``!=`` and ``nin`` filters
+    require the key to exist).
 
     Raises:
-        ValueError: metadata that :func:`validate_node_metadata` rejects.
+        ValueError: metadata that :func:`validate_node_metadata` or :func:`check_ref_doc_keys` rejects.
     """
     validate_node_metadata(node)
+    check_ref_doc_keys(node)
     out: Dict[str, Any] = {}
     for key, value in node.metadata.items():
-        if key == "ref_doc_id":
+        if key in LLAMAINDEX_REF_DOC_KEYS:
             continue
         stored = flat_metadata_value(value) if flat_metadata else value
         if stored is not None:
@@ -172,7 +197,8 @@ def node_to_metadata_dict(node: BaseNode, remove_text: bool = True, flat_metadat
     out["_node_content"] = node_content_json(node, remove_text=remove_text)
     out["_node_type"] = type(node).class_name()
     if node.ref_doc_id is not None:
-        out["ref_doc_id"] = node.ref_doc_id
+        for key in LLAMAINDEX_REF_DOC_KEYS:
+            out[key] = node.ref_doc_id
     return out
 
 
@@ -181,8 +207,11 @@ def metadata_dict_to_node(
 ) -> BaseNode:
     """Rebuild a node from a row's metadata (and its text, kept apart by ``remove_text``).
 
-    Rows without ``_node_content`` (written by other tools) become a :class:`TextNode` with
-    the row's metadata minus the reserved keys.
+    ``_node_content`` written by LlamaIndex (its pydantic node JSON) decodes as well: the field
+    names are the same, fields ragloom does not have are ignored, and LlamaIndex's older spelling
+    ``metadata_seperator`` is read as ``metadata_separator``.  Rows without ``_node_content``
+    (written by other tools) become a :class:`TextNode` with the row's metadata minus the reserved
+    keys.
     """
     content = metadata.get("_node_content") if metadata else None
     node: Optional[BaseNode] = None
@@ -191,8 +220,11 @@ def metadata_dict_to_node(
             node = node_from_json(content)
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
             node = None
+        if node is not None and '"metadata_seperator"' in content:
+            node = node_from_llamaindex(json.loads(content))
     if node is None:
-        meta = {k: v for k, v in (metadata or {}).items() if k not in RESERVED_METADATA_KEYS}
+        meta = {k: v for k, v in (metadata or {}).items()
+                if k not in RESERVED_METADATA_KEYS and k not in LLAMAINDEX_REF_DOC_KEYS}
         node = TextNode(text=text or "", metadata=meta)
         if node_id is not None:
             node.id_ = node_id
@@ -200,6 +232,29 @@ def metadata_dict_to_node(
     if text is not None and isinstance(node, TextNode) and not node.text:
         node.text = text
     return node
+
+
+def node_from_llamaindex(data: Mapping[str, Any]) -> BaseNode:
+    """A ragloom node from the dict LlamaIndex serialises a node to (``node.model_dump()``, the
+    ``__data__`` of its JSON docstore, the ``_node_content`` of its vector-store rows).
+
+    The field names are ragloom's own; fields ragloom does not have (``text_resource`` …) and
+    ``class_name`` inside relationships are ignored; LlamaIndex's older spelling
+    ``metadata_seperator`` is read as ``metadata_separator``.
+
+    Raises:
+        ValueError: a node type ragloom has no class for (``ImageNode`` …) or a malformed node.
+    """
+    d = dict(data)
+    if "metadata_seperator" in d:
+        sep = d.pop("metadata_seperator")
+        d.setdefault("metadata_separator", sep)
+    if not isinstance(d.get("class_name"), str):
+        raise ValueError("LlamaIndex node has no class_name")
+    try:
+        return BaseNode.from_dict(d)
+    except (msgspec.ValidationError, TypeError) as exc:
+        raise ValueError(f"cannot read LlamaIndex node {d.get('id_')!r} of type {d['class_name']!r}: {exc}") from exc
 
 
 def dedupe_last(nodes: Iterable[BaseNode]) -> List[BaseNode]:

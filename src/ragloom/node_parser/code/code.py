@@ -122,6 +122,7 @@ class CodeSplitter(FormatNodeParser):
 
             chunk_size = Settings.chunk_size
         super().__init__(chunk_size, 0, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         if int(chunk_lines) <= 0:
             raise ValueError(f"chunk_lines must be > 0, got {chunk_lines}")
         if int(max_chars) <= 0:

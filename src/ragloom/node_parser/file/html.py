@@ -239,6 +239,7 @@ class HTMLNodeParser(FormatNodeParser):
         callback_manager: Any = None,
     ) -> None:
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self.tags = list(DEFAULT_TAGS if tags is None else tags)
         self.keep_untagged_text = keep_untagged_text
 

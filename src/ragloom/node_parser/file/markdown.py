@@ -148,6 +148,7 @@ class MarkdownNodeParser(FormatNodeParser):
         callback_manager: Any = None,
     ) -> None:
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
 
     def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
         import bisect

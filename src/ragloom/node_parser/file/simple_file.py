@@ -109,6 +109,7 @@ class SimpleFileNodeParser(NodeParser):
         self.include_metadata = include_metadata
         self.include_prev_next_rel = include_prev_next_rel
         self.id_func = id_func
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self._parsers: Dict[str, NodeParser] = {}
         self._reported: set = set()
 

@@ -113,6 +113,7 @@ class HierarchicalNodeParser(NodeParser):
         self.include_metadata = include_metadata
         self.include_prev_next_rel = include_prev_next_rel
         self.id_func = id_func
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         if chunk_overlap is None or int(chunk_overlap) < 0:
             raise ValueError(f"chunk_overlap must be >= 0, got chunk_overlap={chunk_overlap}")
         self.chunk_overlap = int(chunk_overlap)

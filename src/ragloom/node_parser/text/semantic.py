@@ -134,6 +134,7 @@ class SemanticSplitterNodeParser(MetadataAwareTextSplitter):
             limit = embed_model.max_text_tokens
             max_chunk_size = int(limit) if limit is not None else Settings.chunk_size
         super().__init__(max_chunk_size, 0, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self.embed_model = embed_model
         self.buffer_size = buffer_size
         self.breakpoint_percentile_threshold = float(breakpoint_percentile_threshold)

@@ -62,6 +62,7 @@ class SentenceSplitter(MetadataAwareTextSplitter):
         callback_manager: Any = None,
     ) -> None:
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self.separator = separator
         self.paragraph_separator = paragraph_separator
         self.secondary_chunking_regex = secondary_chunking_regex

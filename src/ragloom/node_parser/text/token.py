@@ -33,6 +33,7 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
         callback_manager: Any = None,
     ) -> None:
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self.separator = separator
         self.backup_separators = ["\n"] if backup_separators is None else list(backup_separators)
         self._level_list = word_levels(separator, self.backup_separators)

@@ -97,6 +97,7 @@ class SentenceWindowNodeParser(MetadataAwareTextSplitter):
 
             chunk_size = Settings.chunk_size
         super().__init__(chunk_size, 0, tokenizer, include_metadata, include_prev_next_rel, id_func)
+        self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
         self.sentence_splitter = sentence_splitter
         self.window_size = window_size
         self.window_metadata_key = window_metadata_key

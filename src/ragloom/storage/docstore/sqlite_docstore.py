@@ -242,12 +242,17 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
         return bool(self._db.execute("SELECT 1 FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,)))
 
     def delete_ref_doc(self, ref_doc_id: str, raise_error: bool = True) -> None:
-        """Delete a source document's nodes, its info, and its own entry and hash."""
+        """Delete a source document's nodes, its info, and its own entry and hash.
+
+        Nodes that the node guard (:meth:`BaseDocumentStore.set_node_guard`) reports as held by an
+        index are kept, with the document's info while it has any."""
         with self._db.transaction():
             conn = self._db.connection
             if not self.ref_doc_exists(ref_doc_id):
                 if raise_error:
                     raise ValueError(f"ref_doc_id {ref_doc_id} not found.")
+                return
+            if self._node_guard is not None and self._delete_unguarded(ref_doc_id):
                 return
             conn.execute(
                 "DELETE FROM docstore_nodes WHERE node_id IN (SELECT doc_id FROM docstore_meta WHERE ref_doc_id = ?)",
@@ -257,6 +262,24 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
             conn.execute("DELETE FROM docstore_ref_docs WHERE ref_doc_id = ?", (ref_doc_id,))
             conn.execute("DELETE FROM docstore_meta WHERE doc_id = ?", (ref_doc_id,))
             conn.execute("DELETE FROM docstore_nodes WHERE node_id = ?", (ref_doc_id,))
+
+    def _delete_unguarded(self, ref_doc_id: str) -> bool:
+        """:meth:`delete_ref_doc` when the guard holds some of its nodes: delete the others and the
+        document's own entry and hash; ``True`` if that was the case (``False``: nothing is held)."""
+        assert self._node_guard is not None
+        conn = self._db.connection
+        node_ids = [r[0] for r in conn.execute("SELECT doc_id FROM docstore_meta WHERE ref_doc_id = ?",
+                                               (ref_doc_id,))]
+        held = self._node_guard(node_ids) if node_ids else set()
+        if not held:
+            return False
+        for start in range(0, len(node_ids), _CHUNK):
+            gone = json.dumps([n for n in node_ids[start : start + _CHUNK] if n not in held])
+            conn.execute("DELETE FROM docstore_nodes WHERE node_id IN (SELECT value FROM json_each(?))", (gone,))
+            conn.execute("DELETE FROM docstore_meta WHERE doc_id IN (SELECT value FROM json_each(?))", (gone,))
+        conn.execute("DELETE FROM docstore_meta WHERE doc_id = ?", (ref_doc_id,))
+        conn.execute("DELETE FROM docstore_nodes WHERE node_id = ?", (ref_doc_id,))
+        return True
 
     # -- hashes ---------------------------------------------------------------------------
     def set_document_hash(self, doc_id: str, doc_hash: str) -> None:

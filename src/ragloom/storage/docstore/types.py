@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 from ragloom.schema import BaseNode
 
@@ -42,6 +42,8 @@ class BaseDocumentStore(ABC):
 
     #: see :meth:`set_node_source`
     _node_source: Optional[Callable[[List[str]], List[BaseNode]]] = None
+    #: see :meth:`set_node_guard`
+    _node_guard: Optional[Callable[[List[str]], Set[str]]] = None
 
     # -- nodes ---------------------------------------------------------------------------
     @property
@@ -143,6 +145,15 @@ class BaseDocumentStore(ABC):
         every node's text ignores it.
         """
         self._node_source = source
+
+    def set_node_guard(self, guard: Optional[Callable[[List[str]], Set[str]]]) -> None:
+        """``guard(node_ids)`` returns the ids among ``node_ids`` that an index of the storage context
+        still holds (the docstore-backed indexes of :mod:`ragloom.indices.base`, which record the nodes
+        they hold in the index store); :meth:`delete_ref_doc` keeps those nodes, so one index replacing a
+        document never deletes the nodes another index uses.  :class:`~ragloom.storage.StorageContext`
+        sets it.  ``None`` removes it.  A store that cannot honour it ignores it.
+        """
+        self._node_guard = guard
 
     # -- derived helpers (LlamaIndex names) --------------------------------------------------
     def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode:

@@ -1,0 +1,1 @@
+"""Query-time helpers of indices (LlamaIndex ``llama_index.core.indices.query`` path)."""
