@@ -79,6 +79,7 @@ def _answer(prompt: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.requires_extra("remote")
 def test_router_program_ports_by_changing_imports(tmp_path, folder):
     with OpenAICompatibleServer(answer=_answer) as srv:
         out = _run(tmp_path, "router.py", [folder, "What temperature is green tea brewed at?"], srv)
@@ -94,6 +95,7 @@ def test_router_program_ports_by_changing_imports(tmp_path, folder):
 
 
 @pytest.mark.slow
+@pytest.mark.requires_extra("remote")
 def test_chat_program_ports_by_changing_imports(tmp_path, folder):
     questions = "How long does black tea steep?\nAnd green tea?\nreset\nHow do I fix a flat tyre?\n"
     with OpenAICompatibleServer(answer=_answer) as srv:
@@ -114,8 +116,9 @@ def test_chat_program_ports_by_changing_imports(tmp_path, folder):
 
 
 @pytest.mark.slow
+@pytest.mark.requires_extra("remote")
+@pytest.mark.requires_extra("chroma")
 def test_pipeline_program_ports_by_changing_imports(tmp_path, folder):
-    pytest.importorskip("chromadb")
     with OpenAICompatibleServer(answer=_answer) as srv:
         out = _run(tmp_path, "pipeline.py", [folder, tmp_path / "chroma", "brewing green tea"], srv)
         prompts = [r["prompt"] for r in srv.requests]

@@ -14,11 +14,14 @@ construction (the hot path of a splitter).
 
 from __future__ import annotations
 
+import copy
+import datetime
+import decimal
 import hashlib
 import uuid
 from abc import ABC, abstractmethod
 from enum import Enum
-from typing import Any, Dict, List, Optional, Sequence, Set, Union
+from typing import Any, Collection, Dict, FrozenSet, List, Optional, Sequence, Set, Type, TypeVar, Union
 
 import msgspec
 
@@ -69,6 +72,21 @@ class ObjectType(str, Enum):
 
 def _new_id() -> str:
     return str(uuid.uuid4())
+
+
+#: Values :meth:`BaseNode.model_dump` keeps as Python objects in ``mode="python"`` (pydantic does too).
+_PYTHON_DUMP_TYPES = (
+    bytes, bytearray, datetime.datetime, datetime.date, datetime.time, datetime.timedelta, uuid.UUID, decimal.Decimal,
+)
+#: LlamaIndex's field aliases (``model_dump(by_alias=True)``).
+_DUMP_ALIASES = {"metadata": "extra_info", "metadata_separator": "metadata_seperator"}
+
+
+def _key_set(name: str, keys: Collection[str]) -> FrozenSet[str]:
+    """``keys`` (a collection of top-level key names) as a set; ``ValueError`` for a string or a dict."""
+    if isinstance(keys, (str, bytes, dict)):
+        raise ValueError(f"{name} must be a collection of top-level key names such as {{'embedding'}}, got {keys!r}")
+    return frozenset(keys)
 
 
 class RelatedNodeInfo(msgspec.Struct, kw_only=True):
@@ -222,6 +240,9 @@ class BaseNode(msgspec.Struct, kw_only=True, tag_field="class_name"):
     def from_dict(cls, data: Dict[str, Any]) -> "BaseNode":
         data = dict(data)
         data.setdefault("class_name", cls.class_name())
+        for name, alias in _DUMP_ALIASES.items():  # LlamaIndex's aliases (model_dump(by_alias=True))
+            if alias in data and name not in data:
+                data[name] = data.pop(alias)
         return msgspec.convert(data, type=_decode_type(cls))
 
     @classmethod
@@ -230,6 +251,109 @@ class BaseNode(msgspec.Struct, kw_only=True, tag_field="class_name"):
 
     def copy(self) -> "BaseNode":
         return msgspec.structs.replace(self)
+
+    # -- pydantic-style methods (LlamaIndex nodes are pydantic models) --------------------
+    def model_dump(
+        self,
+        *,
+        mode: str = "python",
+        include: Optional[Collection[str]] = None,
+        exclude: Optional[Collection[str]] = None,
+        by_alias: bool = False,
+        exclude_none: bool = False,
+    ) -> Dict[str, Any]:
+        """The node as a dict with LlamaIndex's keys: every field (``id_``, ``embedding``,
+        ``metadata``, ``excluded_embed_metadata_keys``, ``excluded_llm_metadata_keys``,
+        ``relationships``, ``metadata_template``, ``metadata_separator``, and for text nodes
+        ``text``, ``mimetype``, ``start_char_idx``, ``end_char_idx``, ``text_template``) plus
+        ``class_name``.  ``relationships`` is keyed by the relationship's value (``"1"`` for
+        SOURCE …), each entry a dict with ``node_id``, ``node_type``, ``metadata``, ``hash`` and
+        ``class_name: "RelatedNodeInfo"``, as pydantic dumps LlamaIndex's nodes.
+        :meth:`from_dict` reads it back.
+
+        Args:
+            mode: ``"python"`` (metadata values such as ``datetime`` stay objects) or ``"json"``
+                (JSON types only, as :meth:`model_dump_json` writes them).
+            include / exclude: top-level keys to keep / drop (nested include/exclude specs,
+                which pydantic also takes, are not supported).
+            by_alias: use LlamaIndex's aliases ``extra_info`` (for ``metadata``) and
+                ``metadata_seperator`` (sic, for ``metadata_separator``).
+            exclude_none: drop top-level keys whose value is ``None``.
+
+        Differences from LlamaIndex: a ragloom ``Document`` is a text node, so its dump has
+        ``text`` (as LlamaIndex's does) but no ``text_resource``/``image_resource``/
+        ``audio_resource``/``video_resource``; ``exclude_unset``/``exclude_defaults``/
+        ``round_trip`` are not taken (``TypeError``).
+
+        Raises:
+            ValueError: ``mode`` is not ``"python"`` or ``"json"``; ``include``/``exclude`` is a
+                string or a dict (give a collection of key names).
+            TypeError: a metadata value (``mode="json"``: also a value with no JSON form) that
+                cannot be converted, as :meth:`to_dict`.
+        """
+        if mode == "json":
+            data: Dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        elif mode == "python":
+            data = msgspec.to_builtins(self, builtin_types=_PYTHON_DUMP_TYPES)
+        else:
+            raise ValueError(f"mode must be 'python' or 'json', got {mode!r}")
+        for value in (data.get("relationships") or {}).values():
+            for info in value if isinstance(value, list) else [value]:
+                info["class_name"] = "RelatedNodeInfo"
+        if include is not None:
+            keep = _key_set("include", include)
+            data = {k: v for k, v in data.items() if k in keep}
+        if exclude is not None:
+            drop = _key_set("exclude", exclude)
+            data = {k: v for k, v in data.items() if k not in drop}
+        if exclude_none:
+            data = {k: v for k, v in data.items() if v is not None}
+        if by_alias:
+            data = {_DUMP_ALIASES.get(k, k): v for k, v in data.items()}
+        return data
+
+    def model_dump_json(
+        self,
+        *,
+        indent: Optional[int] = None,
+        include: Optional[Collection[str]] = None,
+        exclude: Optional[Collection[str]] = None,
+        by_alias: bool = False,
+        exclude_none: bool = False,
+    ) -> str:
+        """:meth:`model_dump` (``mode="json"``) as a JSON string, non-ASCII characters written as
+        they are (as pydantic does); ``indent`` spaces per level (``None``: one line).
+
+        Raises:
+            ValueError: ``indent`` is not ``None`` or an int >= 0; as :meth:`model_dump`.
+        """
+        if indent is not None and (isinstance(indent, bool) or not isinstance(indent, int) or indent < 0):
+            raise ValueError(f"indent must be None or an int >= 0, got {indent!r}")
+        data = self.model_dump(mode="json", include=include, exclude=exclude, by_alias=by_alias,
+                               exclude_none=exclude_none)
+        raw = msgspec.json.encode(data)
+        if indent:
+            raw = msgspec.json.format(raw, indent=indent)
+        return raw.decode("utf-8")
+
+    def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False) -> "BaseNode":
+        """A copy of the node, with the fields in ``update`` replaced (not validated, as in
+        pydantic).  ``deep=False`` shares mutable values (``metadata``, ``relationships``,
+        ``embedding``) with this node; ``deep=True`` copies them too (``copy.deepcopy``).
+
+        Raises:
+            TypeError: a key of ``update`` that is not a field of this node type.
+        """
+        node = copy.deepcopy(self) if deep else self
+        return msgspec.structs.replace(node, **(update or {}))
+
+    def dict(self, **kwargs: Any) -> Dict[str, Any]:
+        """:meth:`model_dump` (LlamaIndex's older name for it); same arguments."""
+        return self.model_dump(**kwargs)
+
+    def json(self, **kwargs: Any) -> str:
+        """:meth:`model_dump_json` (LlamaIndex's older name for it); same arguments."""
+        return self.model_dump_json(**kwargs)
 
     def __str__(self) -> str:
         text = self.get_content(MetadataMode.NONE)
@@ -269,11 +393,32 @@ class TextNode(BaseNode, kw_only=True, tag="TextNode"):
         return {"start": self.start_char_idx, "end": self.end_char_idx}
 
 
-class Document(TextNode, kw_only=True, tag="Document"):
+_D = TypeVar("_D")
+
+
+class _DocumentMeta(type(msgspec.Struct)):  # type: ignore[misc]
+    """Lets ``Document(...)`` take LlamaIndex's older argument names (decoding stored documents
+    does not pass through here)."""
+
+    def __call__(cls: Type[_D], *args: Any, **kwargs: Any) -> _D:
+        for old, new in (("doc_id", "id_"), ("extra_info", "metadata")):
+            if old in kwargs:
+                if new in kwargs:
+                    raise ValueError(f"give one of {old}= and {new}= (they name the same field), not both")
+                kwargs[new] = kwargs.pop(old)
+        return super().__call__(*args, **kwargs)  # type: ignore[misc]
+
+
+class Document(TextNode, metaclass=_DocumentMeta, kw_only=True, tag="Document"):
     """A whole source text (a file, a PDF page, a record) before splitting.
 
     Readers give documents stable ids (the file path by default), so re-reading a
     folder yields the same ids.
+
+    As in LlamaIndex, ``Document(doc_id=...)`` sets ``id_`` and ``Document(extra_info=...)``
+    sets ``metadata`` (older names); :attr:`doc_id` reads and sets ``id_``.  Unlike LlamaIndex
+    (which logs a warning and keeps ``id_``), giving both names of one field raises
+    ``ValueError``.
     """
 
     def get_type(self) -> str:
@@ -362,8 +507,12 @@ class NodeWithScore(msgspec.Struct, kw_only=True):
         return f"{self.node}\nScore: {self.get_score():.4f}"
 
 
-class QueryBundle(msgspec.Struct, kw_only=True):
-    """A query: its string, optional precomputed ``embedding`` (``list[float]``) and strings to embed instead."""
+class QueryBundle(msgspec.Struct):
+    """A query: its string, optional precomputed ``embedding`` (``list[float]``) and strings to embed instead.
+
+    The fields are LlamaIndex's, in its order, so ``QueryBundle("what is X?")`` works as there
+    (``query_str``, ``image_path``, ``custom_embedding_strs``, ``embedding``).
+    """
 
     query_str: str
     image_path: Optional[str] = None

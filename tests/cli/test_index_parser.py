@@ -131,11 +131,11 @@ def test_index_parser_auto_routes_by_file_type(tmp_path, corpus):
     # Markdown: one node per header section, each with its header path; a '#' line in code is not a header
     for name in PAGES:
         assert all("header_path" in n.metadata for n in by_file[name]), name
-    paths = [n.metadata["header_path"] for n in by_file["path-params.md"]]
+    paths = [n.metadata["header_path_list"] for n in by_file["path-params.md"]]
     assert ["Path Parameters"] in paths
     assert ["Path Parameters", "Path parameters with types", "Data conversion"] in paths
     assert not any("not a header" in " ".join(p) for p in paths)
-    fenced = next(n for n in by_file["path-params.md"] if n.metadata["header_path"] == ["Path Parameters"])
+    fenced = next(n for n in by_file["path-params.md"] if n.metadata["header_path_list"] == ["Path Parameters"])
     assert "# not a header: this line is code" in fenced.text
     # code: CodeSplitter nodes carry their line range
     for n in by_file["app.py"]:

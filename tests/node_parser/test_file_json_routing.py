@@ -85,7 +85,7 @@ def test_simple_file_node_parser_routes_by_extension():
     nodes = r.get_nodes_from_documents(
         [_doc("a.md", "# T\n\nx\n"), _doc("b.py", "def f():\n    pass\n"), _doc("c.txt", "Hello.")]
     )
-    assert [n.metadata.get("header_path") for n in nodes] == [["T"], None, None]
+    assert [n.metadata.get("header_path_list") for n in nodes] == [["T"], None, None]
     if have_ts:
         assert nodes[1].metadata["start_line"] == 1
 

@@ -459,7 +459,7 @@ def test_chunk_inspector(server, api, open_page, suffix, fmt):
     if fmt == "text":
         assert overlaps > 0   # the sentence splitter's overlap shows
     if fmt == "markdown":
-        headers = [" › ".join(c["metadata"]["header_path"]) if c["metadata"].get("header_path") else None
+        headers = [" › ".join(c["metadata"]["header_path_list"]) if c["metadata"].get("header_path_list") else None
                    for c in chunks]
         assert any(headers)
         assert [i["header"] for i in view["items"]] == headers

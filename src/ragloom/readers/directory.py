@@ -556,9 +556,15 @@ class SimpleDirectoryReader:
         recursive: descend into sub-folders (symlinked folders are not followed).
         encoding: ``None`` (default) detects each file's encoding (BOM → UTF-8 →
             charset-normalizer; GBK family read as GB18030).  A codec name forces it.
-        filename_as_id: accepted for LlamaIndex compatibility and has no effect: ids are
-            always stable — the absolute POSIX path for a file that gives one document,
-            ``f"{path}_part_{i}"`` for a file that gives several (PDF pages, JSONL records).
+        filename_as_id: accepted for LlamaIndex compatibility; ids are always what
+            ``filename_as_id=True`` asks for, whatever its value: the file's absolute POSIX path
+            (symlinks resolved) for a file that gives one document, ``f"{path}_part_{i}"`` for
+            a file that gives several (PDF pages, JSONL records, slides; ``i`` counts from 0),
+            ``f"{archive}!/{member}"`` for a ZIP member.  Differences from LlamaIndex: with
+            ``False`` LlamaIndex gives random ids (ragloom keeps path ids, so re-reading a
+            folder finds the same documents); with ``True`` it writes the path as given
+            (possibly relative) and adds ``_part_0`` even to a file with one document when a
+            format reader (Markdown, PDF …) read it.
         required_exts: only read files with these extensions (``[".md", ".txt"]``; case
             insensitive; a missing leading dot is added).
         file_extractor: extension → :class:`~ragloom.readers.base.BaseReader` overriding or

@@ -3,9 +3,8 @@
 The document is parsed with markdown-it-py (CommonMark + GFM tables), so a ``#`` line
 inside a fenced (```` ``` ```` or ``~~~``) or indented code block is code, not a header.
 Sections run from a top-level header to the next one; the text before the first header
-is a section of its own (``header_path == []``).  ``header_path`` follows header
-*levels*: after ``# A`` and ``### B``, a second ``### C`` is B's sibling (path
-``["A", "C"]``).
+is a section of its own.  The header path follows header *levels*: after ``# A`` and
+``### B``, a second ``### C`` is B's sibling (``header_path_list == ["A", "C"]``).
 
 Offsets contract: every node's text is a slice of the document text,
 ``doc.text[node.start_char_idx:node.end_char_idx] == node.text`` (whitespace-stripped at
@@ -16,8 +15,14 @@ blocks, then list items), then paragraphs, sentences, lines, words.
 
 Metadata per node:
 
-- ``header_path``: the list of header titles from the top down to the section's own
-  header (unambiguous even when a title contains ``/``); hidden from embed and LLM views;
+- ``header_path``: LlamaIndex's string form: the titles *above* the section's own header,
+  each followed by ``header_path_separator`` and the whole prefixed with it (``"/A/B/"`` for
+  ``### C`` under ``# A`` > ``## B``; ``"/"`` for a top-level section and for the preamble);
+  hidden from embed and LLM views (LlamaIndex embeds it; here the breadcrumb below is
+  embedded instead, so no title is embedded twice);
+- ``header_path_list``: ragloom's list form: the titles from the top down to *and including*
+  the section's own header (``["A", "B", "C"]``; ``[]`` for the preamble), unambiguous even
+  when a title contains the separator; hidden from embed and LLM views;
 - ``header_path_display``: the titles *above the node's text*, joined with ``" > "``
   (visible, so embedded with the text).  A node that begins with its section's heading
   line already holds that title, so it gets the ancestors only (``"A"`` for the first
@@ -48,10 +53,13 @@ from ragloom.schema import BaseNode
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MarkdownNodeParser", "HEADER_PATH_KEY", "HEADER_PATH_DISPLAY_KEY", "markdown_sections"]
+__all__ = ["MarkdownNodeParser", "HEADER_PATH_KEY", "HEADER_PATH_LIST_KEY", "HEADER_PATH_DISPLAY_KEY",
+           "markdown_sections"]
 
 HEADER_PATH_KEY = "header_path"
+HEADER_PATH_LIST_KEY = "header_path_list"
 HEADER_PATH_DISPLAY_KEY = "header_path_display"
+DEFAULT_HEADER_PATH_SEPARATOR = "/"
 DISPLAY_SEP = " > "
 _NEWLINE = re.compile(r"\r\n?|\n")  # markdown-it's line breaks (it normalises \r\n and \r)
 _BLOCK_OPEN = re.compile(r"^(?:.*_open|fence|code_block|html_block|hr)$")
@@ -134,7 +142,13 @@ class MarkdownNodeParser(FormatNodeParser):
             sections are cut by the span engine.  ``None``: no budget (one node per section).
         chunk_overlap: tokens of overlap between the pieces of a cut section.
         tokenizer: what budgets are measured in (default ``Settings.tokenizer``).
+        header_path_separator: joins the titles of ``header_path`` (LlamaIndex's argument,
+            default ``"/"``); a non-empty string.
         include_metadata, include_prev_next_rel, id_func, callback_manager: as in LlamaIndex.
+
+    Raises:
+        ValueError: bad ``chunk_size``/``chunk_overlap``; ``header_path_separator`` not a
+            non-empty string.
     """
 
     def __init__(
@@ -146,16 +160,25 @@ class MarkdownNodeParser(FormatNodeParser):
         include_prev_next_rel: bool = True,
         id_func: Optional[IdFuncCallable] = None,
         callback_manager: Any = None,
+        header_path_separator: str = DEFAULT_HEADER_PATH_SEPARATOR,
     ) -> None:
+        if not isinstance(header_path_separator, str) or not header_path_separator:
+            raise ValueError(f"header_path_separator must be a non-empty string, got {header_path_separator!r}")
         super().__init__(chunk_size, chunk_overlap, tokenizer, include_metadata, include_prev_next_rel, id_func)
         self.callback_manager = callback_manager  # NODE_PARSING / CHUNKING events (ragloom.callbacks)
+        self.header_path_separator = header_path_separator
+
+    def _config_extra(self) -> Dict[str, Any]:
+        if self.header_path_separator == DEFAULT_HEADER_PATH_SEPARATOR:
+            return {}  # the default leaves the config (and so every node id) as before the argument existed
+        return {"header_path_separator": self.header_path_separator}
 
     def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
         import bisect
 
         sections, blocks, items = markdown_sections(text)
         out: List[Piece] = []
-        hidden = (HEADER_PATH_KEY,)
+        hidden = (HEADER_PATH_KEY, HEADER_PATH_LIST_KEY)
         for a, b, path in sections:
             # the first piece starts with the section's heading line (the title is in its
             # text): its display holds the ancestors only; later pieces get the full path
@@ -180,14 +203,20 @@ class MarkdownNodeParser(FormatNodeParser):
         return out
 
     def _path_meta(self, doc: BaseNode, display: List[str], path: List[str]) -> Dict[str, Any]:
-        """``header_path`` (the full ``path``) and ``header_path_display`` (``display``) unless
-        that is empty or, with ``doc``'s embedded metadata, takes half of ``chunk_size`` or more."""
-        meta: Dict[str, Any] = {HEADER_PATH_KEY: list(path)}
+        """``header_path`` (LlamaIndex's string of ``path``'s ancestors), ``header_path_list``
+        (the full ``path``) and ``header_path_display`` (``display``) unless that is empty or,
+        with ``doc``'s embedded metadata, takes half of ``chunk_size`` or more."""
+        sep = self.header_path_separator
+        meta: Dict[str, Any] = {
+            HEADER_PATH_KEY: sep + "".join(t + sep for t in path[:-1]),
+            HEADER_PATH_LIST_KEY: list(path),
+        }
         if not display:
             return meta
         meta[HEADER_PATH_DISPLAY_KEY] = DISPLAY_SEP.join(display)
         if self.chunk_size is not None:
-            probe = self._probe(doc, meta, (HEADER_PATH_KEY,), (HEADER_PATH_KEY,))
+            hidden = (HEADER_PATH_KEY, HEADER_PATH_LIST_KEY)
+            probe = self._probe(doc, meta, hidden, hidden)
             tok = self.tokenizer
             used = max(tok.count(p) + tok.count(s) for p, s, _ in _wrappers_for(probe))
             if used >= _DISPLAY_MAX_SHARE * self.chunk_size:

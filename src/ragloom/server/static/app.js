@@ -100,9 +100,10 @@ const SELECT_SIZE = 200;    // documents offered by the inspector's select (narr
 const POLL_MS = 500;
 const TABS = ['search', 'ask', 'library', 'chunks'];
 // Chunk metadata left out of the chunk list: the same for every chunk of a document, or
-// header_path again (header_path itself is shown first).
+// the header path again (header_path_list, else header_path, is shown first).
 const HIDDEN_METADATA = new Set(['file_path', 'file_name', 'file_type', 'file_size', 'creation_date',
-  'last_modified_date', 'last_accessed_date', 'document_title', 'encoding', 'header_path_display']);
+  'last_modified_date', 'last_accessed_date', 'document_title', 'encoding', 'header_path_display',
+  'header_path']);
 
 let lang = initialLanguage();
 
@@ -943,12 +944,14 @@ function chunkItem(c, i, size) {
   chunkMetadata(c.metadata));
 }
 
-/** header_path first (markdown: a string or a list of headers), then other metadata as key=value. */
+/** The header path first (markdown: header_path_list, the titles down to the section's own;
+ * an index written before it existed has that list under header_path), then other metadata as key=value. */
 function chunkMetadata(meta) {
   if (!meta) return null;
-  const header = Array.isArray(meta.header_path) ? meta.header_path.join(' › ') : meta.header_path;
+  const path = meta.header_path_list ?? meta.header_path;
+  const header = Array.isArray(path) ? path.join(' › ') : path;
   const rest = Object.entries(meta)
-    .filter(([key]) => key !== 'header_path' && !HIDDEN_METADATA.has(key))
+    .filter(([key]) => key !== 'header_path_list' && !HIDDEN_METADATA.has(key))
     .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
   if (!header && !rest.length) return null;
   return el('div', { class: 'chunk-meta' },
