@@ -66,6 +66,10 @@ def test_keyword_postprocessor_matches_chinese_substrings_and_english_words():
     assert ids(KeywordNodePostprocessor(required_keywords=["concat"]).postprocess_nodes(nodes)) == []
     with pytest.raises(ValueError, match="keywords"):
         KeywordNodePostprocessor(required_keywords=["  "])
+    # a bare string is one keyword, not its characters
+    one = [NodeWithScore(node=TextNode(id_="x", text="孙大圣来了，悟空不在。"), score=1.0)]
+    assert KeywordNodePostprocessor(required_keywords="孙悟空").postprocess_nodes(one) == []
+    assert len(KeywordNodePostprocessor(exclude_keywords="孙悟空").postprocess_nodes(one)) == 1
 
 
 def _chain_index(tmp_path):

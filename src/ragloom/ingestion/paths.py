@@ -206,12 +206,41 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
     server_store = _recorded_vector_store(Path(index_dir), vector_store, create)
     sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create, vector_store=server_store)
     explicit = None if embed_model in (None, "default") else resolve_embed_model(embed_model)
-    if list(sc.index_store.index_structs()):
-        index = load_index_from_storage(sc, embed_model=explicit)
+    structs = list(sc.index_store.index_structs())
+    if structs:
+        index = load_index_from_storage(sc, index_id=_vector_index_id(Path(index_dir), structs), embed_model=explicit)
     else:
         index = VectorStoreIndex(storage_context=sc, embed_model=explicit or resolve_embed_model("default"))
     attach_query_cache(index.embed_model, Path(index_dir))
     return index
+
+
+def _vector_index_id(index_dir: Path, structs: Sequence[Any]) -> str:
+    """The id of the one :class:`~ragloom.indices.VectorStoreIndex` among the index structs of
+    ``index_dir``: the CLI and the server work on it, beside any other index kinds saved there from
+    Python (``SummaryIndex``, keyword tables … sharing the storage context).
+
+    Raises:
+        ValueError: no vector index is stored (the folder holds only other kinds), or several are.
+    """
+    from ragloom.data_structs import IndexDict
+    from ragloom.indices.loading import index_class_for
+
+    vector = [s.index_id for s in structs if isinstance(s, IndexDict)]
+    if len(vector) == 1:
+        return vector[0]
+    load_hint = (f"open it in Python: load_index_from_storage(StorageContext.from_defaults(persist_dir="
+                 f"{str(index_dir)!r}), index_id=...)")
+    if not vector:
+        kinds = ", ".join(sorted({index_class_for(s).__name__ for s in structs}))
+        raise ValueError(
+            f"{index_dir} holds a {kinds} and no VectorStoreIndex; ragloom's commands and server work on a "
+            f"VectorStoreIndex (the kind 'ragloom index' builds); {load_hint}"
+        )
+    raise ValueError(
+        f"{index_dir} holds several VectorStoreIndexes ({', '.join(sorted(vector))}); ragloom's commands and "
+        f"server need a folder with one; {load_hint}"
+    )
 
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],

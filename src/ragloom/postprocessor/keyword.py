@@ -53,8 +53,8 @@ class KeywordNodePostprocessor(BaseNodePostprocessor):
     ``lang`` is accepted and ignored.
 
     Args:
-        required_keywords: every one must occur.
-        exclude_keywords: none may occur.
+        required_keywords: every one must occur (a single string is one keyword).
+        exclude_keywords: none may occur (a single string is one keyword).
         lang: accepted for compatibility.
         metadata_mode: which view of the node is searched (default: its text alone, ``NONE``).
 
@@ -69,6 +69,11 @@ class KeywordNodePostprocessor(BaseNodePostprocessor):
         lang: str = "en",
         metadata_mode: MetadataMode = MetadataMode.NONE,
     ) -> None:
+        # a bare string is one keyword (list("苹果") would be two one-character keywords)
+        if isinstance(required_keywords, str):
+            required_keywords = [required_keywords]
+        if isinstance(exclude_keywords, str):
+            exclude_keywords = [exclude_keywords]
         self.required_keywords = list(required_keywords or [])
         self.exclude_keywords = list(exclude_keywords or [])
         self.lang = lang
