@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, ClassVar, Dict, List, Sequence
+from typing import Any, ClassVar, List, Sequence
 
 import msgspec
 
 from ragloom.data_structs import IndexList
 from ragloom.indices.base import BaseIndex
+from ragloom.indices.node_vectors import NodeVectorCache
 from ragloom.schema import BaseNode
 
 __all__ = ["SummaryIndex", "ListIndex", "GPTListIndex", "ListRetrieverMode", "SummaryRetrieverMode"]
@@ -46,7 +47,7 @@ class SummaryIndex(BaseIndex[IndexList]):
     def __init__(self, nodes: Sequence[BaseNode] | None = None, objects: Sequence[Any] | None = None,
                  index_struct: IndexList | None = None, show_progress: bool = False, **kwargs: Any) -> None:
         #: query-time node embeddings, by (embed model namespace, node id): see SummaryIndexEmbeddingRetriever
-        self._node_embeddings: Dict[tuple, Any] = {}
+        self._node_embeddings = NodeVectorCache()  # for the embedding retriever
         super().__init__(nodes=nodes, objects=objects, index_struct=index_struct, show_progress=show_progress,
                          **kwargs)
 

@@ -14,6 +14,7 @@ from ragloom.indices.base import BaseIndex
 from ragloom.indices.tree.shape import TreeShape
 from ragloom.prompts.base import check_vars, to_prompt
 from ragloom.prompts.tree_prompts import DEFAULT_INSERT_PROMPT, DEFAULT_SUMMARY_PROMPT
+from ragloom.indices.node_vectors import NodeVectorCache
 from ragloom.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TextNode
 
 logger = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class TreeIndex(BaseIndex[IndexGraph]):
         self._build_tree_arg = build_tree
         self._use_async = use_async
         #: query-time node vectors, by (embed model namespace, node id): see TreeSelectLeafEmbeddingRetriever
-        self._node_embeddings: Dict[tuple, Any] = {}
+        self._node_embeddings = NodeVectorCache()  # for the embedding retriever
         super().__init__(nodes=nodes, objects=objects, index_struct=index_struct, llm=llm,
                          show_progress=show_progress, **kwargs)
         struct = self._index_struct

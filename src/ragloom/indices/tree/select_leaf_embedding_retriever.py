@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ragloom.indices.tree.select_leaf_retriever import TreeSelectLeafRetriever
-from ragloom.schema import BaseNode, MetadataMode, QueryBundle
+from ragloom.indices.node_vectors import retriever_embed_model
+from ragloom.schema import BaseNode, QueryBundle
 
 if TYPE_CHECKING:
     from ragloom.indices.tree.base import TreeIndex
@@ -45,25 +46,13 @@ class TreeSelectLeafEmbeddingRetriever(TreeSelectLeafRetriever):
 
     @property
     def embed_model(self) -> Any:
-        if self._embed_arg is None:
-            return self._index.embed_model
-        from ragloom.embeddings import resolve_embed_model
-
-        self._embed_arg = resolve_embed_model(self._embed_arg)
-        return self._embed_arg
+        if self._embed_arg is not None:
+            self._embed_arg = retriever_embed_model(self._embed_arg, self._index)
+            return self._embed_arg
+        return retriever_embed_model(None, self._index)
 
     def _node_vectors(self, model: Any, nodes: Sequence[BaseNode]) -> np.ndarray:
-        from ragloom.embeddings.cache import namespace_of
-
-        space = namespace_of(model.cache_identity())
-        known = self._index._node_embeddings
-        missing = [n for n in nodes if (space, n.node_id) not in known]
-        if missing:
-            texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in missing]
-            vectors = np.asarray(model.get_text_embedding_batch_array(texts), dtype=np.float32)
-            for node, vector in zip(missing, vectors, strict=True):
-                known[(space, node.node_id)] = vector
-        return np.stack([known[(space, n.node_id)] for n in nodes])
+        return self._index._node_embeddings.vectors(model, nodes)
 
     def _choose(self, nodes: List[BaseNode], query_bundle: QueryBundle, level: int
                 ) -> List[Tuple[BaseNode, Optional[float]]]:
