@@ -66,10 +66,10 @@ def test_embedding_retriever_ranks_by_similarity_and_caches_vectors():
     got = retriever.retrieve("Which ocean is the biggest?")
     assert len(got) == 2 and got[0].node.get_content() == FACTS[3]
     assert got[0].score >= got[1].score
-    cached = dict(index._node_embeddings)
-    assert len(cached) == len(FACTS)
+    cached = index._node_embeddings.keys()
+    assert len(cached) == len(index._node_embeddings) == len(FACTS)
     retriever.retrieve("How do bees talk to each other?")
-    assert index._node_embeddings.keys() == cached.keys()  # no node embedded twice
+    assert index._node_embeddings.keys() == cached  # no node embedded twice
     assert index.as_retriever(retriever_mode="embedding").retrieve("bees dance")[0].node.get_content() == FACTS[4]
 
 

@@ -4,7 +4,7 @@ without a vector store (``SummaryIndex``'s ``embedding`` mode, ``TreeIndex``'s
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -23,6 +23,13 @@ class NodeVectorCache:
 
     def __init__(self) -> None:
         self._vectors: Dict[Tuple[str, str], np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def keys(self) -> Set[Tuple[str, str]]:
+        """The ``(embed model namespace, node id)`` pairs held."""
+        return set(self._vectors)
 
     def vectors(self, model: Any, nodes: Sequence[BaseNode]) -> np.ndarray:
         """Shape ``(len(nodes), dim)``: each node's embedding of its embed view by ``model``; the
