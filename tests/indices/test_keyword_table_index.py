@@ -34,6 +34,7 @@ from ragloom.keywords import (  # noqa: E402
     tokenize,
 )
 from ragloom.llms.openai_like import OpenAILike  # noqa: E402
+from ragloom.schema import MetadataMode  # noqa: E402
 from ragloom.storage import StorageContext  # noqa: E402
 
 ZH = {
@@ -299,3 +300,127 @@ def test_llm_keyword_index_without_an_llm_raises_instead_of_building_an_empty_in
     with pytest.raises(IndexNotReadyError):
         loaded.refresh_ref_docs(docs({**EN, "db": "Graph databases store edges."}))
     assert loaded.as_retriever(retriever_mode="simple").retrieve("relational tables")[0].node.ref_doc_id == "db"
+
+
+# -- node-level incremental refresh (regression: one appended line re-extracted all 68 chunks) ------
+LONG = [
+    "Alpine lakes freeze from the surface down each winter.",
+    "Glaciers carve valleys that later fill with meltwater.",
+    "Trout spawn in cold streams that feed the lakes.",
+    "Mountain huts shelter hikers crossing the high passes.",
+    "Avalanche forecasts rate the snowpack danger daily.",
+    "Marmots whistle to warn their colony of eagles.",
+    "Cable cars carry skiers above the tree line.",
+    "Shepherds move their flocks to summer pastures.",
+]
+
+
+def _splitter():
+    from ragloom.node_parser import SentenceSplitter
+
+    return SentenceSplitter(chunk_size=24, chunk_overlap=0)
+
+
+def _new_chunks(old_text, new_text):
+    """``(chunks of new_text whose text is no chunk of old_text, chunks of new_text)``."""
+    split = _splitter()
+    old = {n.hash for n in split.get_nodes_from_documents([Document(text=old_text, id_="long")])}
+    new = split.get_nodes_from_documents([Document(text=new_text, id_="long")])
+    return sum(1 for n in new if n.hash not in old), len(new)
+
+
+def _llm_keyword_index(sc, llm, texts):
+    return KeywordTableIndex.from_documents(docs(texts), storage_context=sc, llm=llm,
+                                            transformations=[_splitter()], max_keywords_per_chunk=4)
+
+
+def test_llm_keyword_refresh_extracts_only_new_or_edited_chunks(tmp_path):
+    from ragloom.ingestion.engine import set_commit_hook
+
+    text = " ".join(LONG)
+    edited = text.replace("Marmots whistle", "Ibexes climb cliffs") + " Edelweiss grows on limestone ledges."
+    changed, total = _new_chunks(text, edited)
+    assert total >= 4 and changed == 2  # a real multi-chunk document, most chunks unchanged
+    sc = StorageContext.from_defaults(persist_dir=tmp_path / "a", create_if_missing=True)
+    with OpenAICompatibleServer(answer=keyword_answer) as srv:
+        llm = OpenAILike(model="m", api_base=srv.url, max_retries=0)
+        index = _llm_keyword_index(sc, llm, {"long": text, "bee": EN["bee"]})
+        n = len(srv.requests)
+        assert n == len(index._node_ids())
+        assert index.refresh_ref_docs(docs({"long": edited, "bee": EN["bee"]})) == [True, False]
+        prompts = [r["prompt"] for r in srv.requests[n:]]
+        assert len(prompts) == changed  # only the edited / new chunks went to the LLM
+        assert any("Ibexes" in p for p in prompts) and any("Edelweiss" in p for p in prompts)
+        # unchanged chunks keep their keywords, also after the edit (their ids changed: offsets moved)
+        assert not any("Glaciers" in p or "Cable cars" in p for p in prompts)
+
+        # a refresh killed before its commit, then run again, equals a clean build
+        again = edited.replace("Cable cars carry skiers", "Gondolas lift sightseers")
+
+        def kill(event):
+            if event == "before_commit":
+                raise RuntimeError("killed")
+
+        set_commit_hook(kill)
+        try:
+            with pytest.raises(RuntimeError, match="killed"):
+                index.refresh_ref_docs(docs({"long": again, "bee": EN["bee"]}))
+        finally:
+            set_commit_hook(None)
+        n = len(srv.requests)
+        assert index.refresh_ref_docs(docs({"long": again, "bee": EN["bee"]})) == [True, False]
+        assert len(srv.requests) - n == _new_chunks(edited, again)[0] >= 1
+        clean = _llm_keyword_index(StorageContext.from_defaults(persist_dir=tmp_path / "b", create_if_missing=True),
+                                   llm, {"long": again, "bee": EN["bee"]})
+        assert index.index_struct.table == clean.index_struct.table
+        assert sorted(index._node_ids()) == sorted(clean._node_ids())
+        assert all(not k.startswith("\x00") for k in index.index_struct.table)
+
+
+def test_simple_and_rake_refresh_keep_keys_of_unchanged_chunks(tmp_path, monkeypatch):
+    text = " ".join(LONG)
+    edited = text.replace("Trout spawn", "Salmon leap")
+    for cls in (SimpleKeywordTableIndex, RAKEKeywordTableIndex):
+        sc = StorageContext.from_defaults(persist_dir=tmp_path / cls.__name__, create_if_missing=True)
+        index = cls.from_documents(docs({"long": text}), storage_context=sc, transformations=[_splitter()])
+        calls = []
+        real = cls._extract_keywords
+        monkeypatch.setattr(cls, "_extract_keywords",
+                            lambda self, t, real=real, calls=calls: calls.append(t) or real(self, t))
+        assert index.refresh_ref_docs(docs({"long": edited})) == [True]
+        assert len(calls) == _new_chunks(text, edited)[0] and "Salmon" in calls[0]
+        monkeypatch.undo()
+        clean = cls.from_documents(docs({"long": edited}), transformations=[_splitter()])
+        assert index.index_struct.table == clean.index_struct.table
+
+
+# -- keywords of the text, not of the metadata (regression: every chunk keyed by its file path) -----
+def test_keywords_come_from_text_not_file_path_metadata(tmp_path):
+    meta = {"file_path": "/data/share/quarterly/report_path.txt", "file_name": "report_path.txt"}
+    doc = Document(text=EN["bee"], id_="bee", metadata=meta)
+    assert "share" in doc.get_content(metadata_mode=MetadataMode.LLM)  # the LLM view has the path
+    path_words = {keyword_key(w) for w in ("data", "share", "quarterly", "report", "path", "file", "txt")}
+    for cls in (SimpleKeywordTableIndex, RAKEKeywordTableIndex):
+        table = cls.from_documents([doc]).index_struct.table
+        assert table and not path_words & set(table), cls.__name__
+    with OpenAICompatibleServer(answer=keyword_answer) as srv:
+        llm = OpenAILike(model="m", api_base=srv.url, max_retries=0)
+        table = KeywordTableIndex.from_documents([doc], llm=llm).index_struct.table
+        assert len(srv.requests) == 1 and "share" not in srv.requests[0]["prompt"]
+        assert "waggle" in srv.requests[0]["prompt"] and table and not path_words & set(table)
+
+
+def test_keys_version_bump_rebuilds_old_indexes(tmp_path, monkeypatch):
+    """Indexes built before keywords ignored metadata (KEYWORD_KEYS_VERSION 2) re-extract on refresh."""
+    from ragloom.indices.keyword_table import base as kt_base
+
+    sc = StorageContext.from_defaults(persist_dir=tmp_path, create_if_missing=True)
+    monkeypatch.setattr(kt_base, "KEYWORD_KEYS_VERSION", kt_base.KEYWORD_KEYS_VERSION - 1)
+    index = SimpleKeywordTableIndex.from_documents(docs(EN), storage_context=sc, transformations=[_splitter()])
+    assert index.refresh_ref_docs(docs(EN)) == [False] * 3
+    monkeypatch.undo()
+    calls = []
+    real = SimpleKeywordTableIndex._extract_keywords
+    monkeypatch.setattr(SimpleKeywordTableIndex, "_extract_keywords", lambda self, t: calls.append(t) or real(self, t))
+    assert index.refresh_ref_docs(docs(EN)) == [True] * 3
+    assert len(calls) == len(index._node_ids())  # no keys of the old version reused

@@ -184,6 +184,12 @@ class BasePydanticVectorStore(ABC):
         has the same database."""
         return None
 
+    @property
+    def dimension(self) -> Optional[int]:
+        """The length of the vectors this store holds, or ``None`` when unknown (empty, or a backend
+        that does not say)."""
+        return None
+
     def count(self) -> int:
         """Number of nodes stored.
 

@@ -11,6 +11,18 @@ nodes that share most of them.  Three ways to extract keywords, one class each:
 
 Chinese works: text is segmented by rjieba, not split by an ASCII regex (see :mod:`ragloom.keywords`).
 
+Keywords come from a node's **text only** (``MetadataMode.NONE``), for all three kinds.  Deliberately
+unlike LlamaIndex, which extracts them from the LLM view (text plus metadata such as ``file_path``), so
+that every chunk of a file got the path's words (``file``, ``path``, ``data`` …) as keywords and a query
+mentioning any of them matched every chunk.
+
+Incremental at node level: when a changed document is rebuilt, its chunks whose content (node hash:
+text and content metadata) this index already holds for that document keep the keywords recorded for
+them, so only new or edited chunks are sent to the extractor (one LLM call each for
+:class:`KeywordTableIndex`).  Each node's postings carry a stamp of the extraction configuration
+(:meth:`BaseKeywordTableIndex._index_config`), so keywords extracted under another prompt,
+``max_keywords_per_chunk`` or keys version are never reused.
+
 Storage: the postings (key, node id) live in the index store's ``index_postings`` table, not in the
 struct's JSON (LlamaIndex rewrites the whole table, O(index), on every insert); a query reads only
 the postings of its keys.  ``index.index_struct.table`` reads them all into a copy.
@@ -22,6 +34,8 @@ Matching: node and query keywords are expanded with their words and sub-words
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import Enum
 from typing import Any, ClassVar, Dict, List, Optional, Sequence
 
@@ -42,7 +56,11 @@ __all__ = [
 DEFAULT_MAX_KEYWORDS_PER_CHUNK = 10
 #: version of ragloom's keyword matching (part of every source fingerprint: bump it when the keys
 #: made of the same text change, so indexes rebuild on their next refresh)
-KEYWORD_KEYS_VERSION = 2  # 2: katakana / hangul words kept, contraction stems dropped
+#: 2: katakana / hangul words kept, contraction stems dropped; 3: keywords of the text only, not the metadata
+KEYWORD_KEYS_VERSION = 3
+#: prefix of the posting key that stamps a node with the configuration its keywords were extracted
+#: under (no keyword key starts with a NUL; never shown in ``table`` nor matched by :meth:`lookup`)
+_STAMP_PREFIX = "\x00config:"
 
 
 class KeywordTableRetrieverMode(str, Enum):
@@ -136,28 +154,61 @@ class BaseKeywordTableIndex(BaseIndex[KeywordTable]):
         return {"extractor": self.extractor, "max_keywords_per_chunk": self.max_keywords_per_chunk,
                 "keys_version": KEYWORD_KEYS_VERSION}
 
+    def _stamp(self) -> str:
+        """The posting key recording the extraction configuration (sha256 of :meth:`_index_config`)."""
+        config = json.dumps(self._index_config(), sort_keys=True).encode("utf-8")
+        return _STAMP_PREFIX + hashlib.sha256(config).hexdigest()[:32]
+
+    def _recorded_keys(self, nodes: Sequence[BaseNode]) -> Dict[str, List[str]]:
+        """``{node id: keys}`` for the ``nodes`` whose text this index already extracted under this
+        configuration: a node of the same source document (or the node itself) that it holds with the
+        same node hash (text and content metadata; ids also depend on the chunk's offsets, so an edit
+        early in a document changes the ids of the unchanged chunks after it) and whose postings carry
+        :meth:`_stamp`.  What a rebuilt document's unchanged chunks keep."""
+        from ragloom.ingestion.engine import source_id
+
+        held = list(dict.fromkeys([*(nid for ref in dict.fromkeys(source_id(n) for n in nodes)
+                                     for nid in self._node_ids(ref)), *(n.node_id for n in nodes)]))
+        recorded = self._storage_context.index_store.get_node_postings(self.index_id, held)
+        stamp = self._stamp()
+        by_hash: Dict[str, List[str]] = {}
+        for node_id, keys in recorded.items():
+            node_hash = self.docstore.get_document_hash(node_id) if stamp in keys else None
+            if node_hash is not None:
+                by_hash.setdefault(node_hash, [k for k in keys if not k.startswith(_STAMP_PREFIX)])
+        return {n.node_id: by_hash[n.hash] for n in nodes if n.hash in by_hash}
+
     def _prepare_nodes(self, nodes: List[BaseNode]) -> Dict[str, Any]:
+        """The matching keys of each node: recorded ones for unchanged nodes (:meth:`_recorded_keys`),
+        else extracted from the node's text without metadata (``MetadataMode.NONE``, see the module
+        docstring), expanded with sub-words and turned into keys."""
         from ragloom.keywords import expand_with_subtokens, keyword_key
 
-        out: Dict[str, Any] = {}
+        out: Dict[str, Any] = self._recorded_keys(nodes)
         for node in nodes:
-            keywords = self._extract_keywords(node.get_content(metadata_mode=MetadataMode.LLM))
+            if node.node_id in out:
+                continue
+            keywords = self._extract_keywords(node.get_content(metadata_mode=MetadataMode.NONE))
             keys = {keyword_key(k) for k in expand_with_subtokens(keywords)}
             out[node.node_id] = sorted(k for k in keys if k)
         return out
 
     def _add_nodes_to_index(self, nodes: Sequence[BaseNode], prepared: Dict[str, Any]) -> None:
-        postings = [(key, node.node_id) for node in nodes for key in prepared.get(node.node_id, [])]
+        stamp = self._stamp()
+        postings = [(key, node.node_id) for node in nodes if node.node_id in prepared
+                    for key in [*prepared[node.node_id], stamp]]
         self._storage_context.index_store.add_postings(self.index_id, postings)
 
     def _materialize_struct(self) -> KeywordTable:
         table = self._storage_context.index_store.get_all_postings(self.index_id)
+        table = {k: ids for k, ids in table.items() if not k.startswith(_STAMP_PREFIX)}
         return msgspec.structs.replace(self._index_struct, table=table)
 
     # -- reading --------------------------------------------------------------------------------
     def lookup(self, keys: Sequence[str]) -> Dict[str, List[str]]:
         """``{key: node ids}`` for the matching keys (:func:`ragloom.keywords.keyword_key`) this index has."""
-        return self._storage_context.index_store.get_postings(self.index_id, list(keys))
+        return self._storage_context.index_store.get_postings(
+            self.index_id, [k for k in keys if not k.startswith(_STAMP_PREFIX)])
 
     def as_retriever(self, retriever_mode: Any = None, **kwargs: Any) -> Any:
         """A keyword retriever: ``retriever_mode`` ``"default"`` (:class:`KeywordTableGPTRetriever`, the
@@ -193,7 +244,8 @@ class KeywordTableIndex(BaseKeywordTableIndex):
     """A keyword table whose node keywords an LLM extracts (``keyword_extract_template``, at most
     ``max_keywords_per_chunk`` per node; one LLM call per node, outside any database transaction).
 
-    Rebuilding is incremental: an unchanged document costs no LLM call on refresh; changing the
+    Rebuilding is incremental: an unchanged document costs no LLM call on refresh, a changed one one
+    call per new or edited chunk (its unchanged chunks keep their keywords); changing the
     template or ``max_keywords_per_chunk`` rebuilds every document on the next refresh (the LLM
     itself is not part of the fingerprint: switching models keeps the keywords already extracted).
 

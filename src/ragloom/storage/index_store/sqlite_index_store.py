@@ -172,6 +172,17 @@ class SQLiteIndexStore(SQLiteBacked, BaseIndexStore):
             out.setdefault(key, set()).add(node_id)
         return out
 
+    def get_node_postings(self, index_id: str, node_ids: Sequence[str]) -> Dict[str, List[str]]:
+        out: Dict[str, List[str]] = {}
+        for part in _chunks(list(dict.fromkeys(node_ids))):
+            for node_id, key in self._db.execute(
+                "SELECT node_id, key FROM index_postings WHERE index_id = ? "
+                "AND node_id IN (SELECT value FROM json_each(?)) ORDER BY node_id, key",
+                (index_id, json.dumps(part)),
+            ):
+                out.setdefault(node_id, []).append(key)
+        return out
+
 
 _RECORD_TABLES = ("index_sources", "index_nodes", "index_postings")
 _CHUNK = 2000

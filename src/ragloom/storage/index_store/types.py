@@ -104,6 +104,11 @@ class BaseIndexStore(ABC):
         """Every ``{key: node ids}`` of index ``index_id``."""
         raise self._no_records()
 
+    def get_node_postings(self, index_id: str, node_ids: Sequence[str]) -> Dict[str, List[str]]:
+        """``{node id: keys}`` of the postings index ``index_id`` has for ``node_ids`` (the reverse of
+        :meth:`get_postings`; node ids without postings are left out; keys sorted)."""
+        raise self._no_records()
+
     async def async_add_index_struct(self, index_struct: IndexStruct) -> None:
         self.add_index_struct(index_struct)
 
