@@ -113,6 +113,23 @@ def test_remove_a_file_then_a_folder(tmp_path, corpus):
     assert "removed 0 documents" in text and "no document in the index under" in text
 
 
+def test_remove_dry_run_reports_what_the_real_run_leaves(tmp_path, corpus):
+    """Before: the dry run reported the counts before removal as the counts left."""
+    idx = tmp_path / "idx"
+    run("index", corpus, "--index-dir", idx, "--chunk-size", "64", "--json")
+    targets = (corpus / "大熊猫.md", corpus / "brewing_green_tea.md")
+    dry = run_json("remove", *targets, "--index-dir", idx, "--dry-run")
+    text = run("remove", *targets, "--index-dir", idx, "--dry-run").output
+    assert dry["documents_removed"] == 2 and dry["nodes_removed"] > 2
+    assert (f"would remove 2 documents, {dry['nodes_removed']} nodes; {dry['documents_left']} documents and "
+            f"{dry['nodes_left']} nodes would be left") in text
+    real = run_json("remove", *targets, "--index-dir", idx)
+    keys = ("documents_removed", "nodes_removed", "documents_left", "nodes_left", "removed", "not_found")
+    assert {k: dry[k] for k in keys} == {k: real[k] for k in keys}
+    listed = run_json("list", tmp_path)["indexes"][0]
+    assert (listed["documents"], listed["nodes"]) == (real["documents_left"], real["nodes_left"])
+
+
 def test_remove_errors(tmp_path, corpus):
     res = run("remove", corpus, "--index-dir", tmp_path / "none", ok=False)
     assert res.exit_code != 0 and "ragloom index" in res.output
@@ -215,3 +232,43 @@ def test_unreachable_embedding_server_is_one_clear_line(tmp_path, corpus):
               f"ollama:nomic-embed-text@http://127.0.0.1:{port}", ok=False)
     assert res.exit_code == 1 and "Traceback" not in res.output
     assert "Ollama" in res.output and "nomic-embed-text" in res.output and "is the server running" in res.output
+
+
+# -- ragloom list numbers (regressions: docstore-only indexes listed "nodes 0"; the dimension was the
+# model name's, not the stored vectors') ---------------------------------------------------------
+def test_list_counts_the_nodes_of_docstore_backed_indexes(tmp_path):
+    from ragloom import Document, SimpleKeywordTableIndex, StorageContext, SummaryIndex
+    from ragloom.node_parser import SentenceSplitter
+
+    texts = {f"d{i}": " ".join(f"Sentence {j} of document {i} talks about topic {i * 10 + j}." for j in range(12))
+             for i in range(3)}
+    docs = [Document(text=t, id_=k) for k, t in texts.items()]
+    splitter = SentenceSplitter(chunk_size=32, chunk_overlap=0)
+    only_summary = tmp_path / "w" / "summary"
+    sc = StorageContext.from_defaults(persist_dir=only_summary, create_if_missing=True)
+    summary = SummaryIndex.from_documents(docs, storage_context=sc, transformations=[splitter])
+    sc.persist()
+    both = tmp_path / "w" / "both"
+    sc = StorageContext.from_defaults(persist_dir=both, create_if_missing=True)
+    SummaryIndex.from_documents(docs[:1], storage_context=sc, transformations=[splitter])
+    keywords = SimpleKeywordTableIndex.from_documents(docs, storage_context=sc, transformations=[splitter])
+    sc.persist()
+    n = len(summary.index_struct.nodes)
+    assert n > 6 and len(keywords.index_struct.node_ids) == n
+
+    got = {Path(i["index_dir"]).name: i for i in run_json("list", tmp_path / "w")["indexes"]}
+    assert got["summary"]["nodes"] == n and got["summary"]["documents"] == 3
+    assert got["summary"]["types"] == ["IndexList"] and got["summary"]["dimension"] is None
+    assert got["both"]["nodes"] == n and len(got["both"]["indexes"]) == 2
+    assert f"nodes {n} " in run("list", only_summary).output
+
+
+@pytest.mark.requires_extra("remote")
+def test_list_shows_the_dimension_of_the_stored_vectors(tmp_path, corpus, no_env):
+    no_env.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeEmbeddingServer(dim=64) as srv:  # serves 64-d vectors under a 1536-d model's name
+        run_json("index", corpus, "--index-dir", tmp_path / "idx", "--embed-model",
+                 f"openai:text-embedding-3-small@{srv.url}/v1")
+    (listed,) = run_json("list", tmp_path)["indexes"]
+    assert listed["embed_model"] == "text-embedding-3-small" and listed["dimension"] == 64
+    assert "64 dims" in run("list", tmp_path).output

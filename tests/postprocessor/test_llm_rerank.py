@@ -146,3 +146,53 @@ def test_rerank_reports_a_reranking_event():
     assert start.payload[EventPayload.TOP_K] == 1 and start.payload[EventPayload.MODEL_NAME] == "m"
     assert start.payload[EventPayload.QUERY_STR] == "q"
     assert end.payload[EventPayload.NODES] == out and [n.node.node_id for n in out] == ["n1"]
+
+
+# -- an answer that rates nothing -------------------------------------------------------------------
+def test_rerank_keeps_a_batch_whose_answer_rates_nothing(caplog):
+    """A batch whose answer names no document is kept (retrieval order and scores, after the rated
+    nodes, with a warning); a readable answer that leaves nodes out still drops them."""
+
+    def answer(prompt):
+        if "passage 3 rating" in prompt:  # the second batch: prose, no 'Doc: N, Relevance: S' line
+            return "Both passages look useful to me."
+        return rate_by_marker(prompt)
+
+    nodes = nodes_rated([4, 0, 2, 8, 1])
+    for i, n in enumerate(nodes):
+        n.score = 1.0 - i / 10
+    with OpenAICompatibleServer(answer=answer) as srv:
+        rerank = LLMRerank(llm=llm_for(srv), choice_batch_size=2, top_n=10)
+        with caplog.at_level("WARNING", logger="ragloom.postprocessor.llm_rerank"):
+            out = rerank.postprocess_nodes(nodes, query_str="q")
+        assert len(srv.requests) == 3
+    # batch 1 rated n0 (4) and left n1 out; batch 2 (n2, n3) unreadable; batch 3 rated n4 (1)
+    assert [(n.node.node_id, n.score) for n in out] == [("n0", 4.0), ("n4", 1.0), ("n2", 0.8), ("n3", 0.7)]
+    assert any("nodes 3..4 rates none of them" in r.getMessage() for r in caplog.records)
+    assert [n.score for n in nodes] == [1.0, 0.9, 0.8, 0.7, 0.6]  # the input is not changed
+    with OpenAICompatibleServer(answer="Doc: 7, Relevance: 9") as srv:  # names only a document it was not shown
+        out = LLMRerank(llm=llm_for(srv), top_n=2).postprocess_nodes(nodes, query_str="q")
+    assert [n.node.node_id for n in out] == ["n0", "n1"]
+
+
+def test_rerank_with_unreadable_answers_still_answers_the_query(tmp_path):
+    """Before: every node dropped, the engine answered "Empty Response" without asking the LLM."""
+    docs = SimpleDirectoryReader(input_files=[str(EXAMPLES / TEA_FILE)]).load_data()
+    storage = StorageContext.from_defaults(persist_dir=tmp_path, create_if_missing=True)
+    index = VectorStoreIndex.from_documents(
+        docs, storage_context=storage, transformations=[SentenceSplitter(chunk_size=48, chunk_overlap=0)]
+    )
+    retrieved = index.as_retriever(similarity_top_k=3).retrieve("How should I store tea?")
+
+    def answer(prompt):
+        return "I cannot rate these." if kind(prompt) == "rerank" else "Keep it in an airtight tin."
+
+    with OpenAICompatibleServer(answer=answer) as srv:
+        llm = llm_for(srv)
+        engine = index.as_query_engine(llm=llm, similarity_top_k=3, node_postprocessors=[LLMRerank(llm=llm, top_n=2)])
+        response = engine.query("How should I store tea?")
+        prompts = srv.prompts
+    assert [kind(p) for p in prompts] == ["rerank", "qa"]
+    assert str(response) == "Keep it in an airtight tin."
+    assert [n.node.node_id for n in response.source_nodes] == [n.node.node_id for n in retrieved[:2]]
+    assert all(n.node.get_content().strip()[:30] in prompts[1] for n in retrieved[:2])

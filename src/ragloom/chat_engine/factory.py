@@ -98,6 +98,7 @@ def chat_engine_for(index: ChatIndex, chat_mode: Any = "best", llm: Any = None, 
     Raises:
         ValueError: a bad ``chat_mode`` (``react`` / ``openai`` included), no LLM configured, or a bad
             argument of the engine, retriever or query engine.
+        TypeError: an argument that none of them takes (raised by the retriever, which names it).
     """
     from ragloom.chat_engine.condense_plus_context import CondensePlusContextChatEngine
     from ragloom.chat_engine.condense_question import CondenseQuestionChatEngine

@@ -107,7 +107,7 @@ def remove_cmd(paths: List[Path], index_dir: Path, dry_run: bool, wait: bool, as
     for path in out["not_found"]:
         click.secho(f"  no document in the index under {path}", fg="yellow")
     click.echo(f"{index_dir}: {verb} {out['documents_removed']} documents, {out['nodes_removed']} nodes; "
-               f"{out['documents_left']} documents and {out['nodes_left']} nodes left")
+               f"{out['documents_left']} documents and {out['nodes_left']} nodes {'would be ' if dry_run else ''}left")
 
 
 @click.command("import-llamaindex")

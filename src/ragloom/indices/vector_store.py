@@ -359,7 +359,12 @@ class VectorStoreIndex:
         return out
 
     def as_retriever(self, **kwargs: Any) -> Any:
-        """A :class:`~ragloom.retrievers.VectorIndexRetriever` (``similarity_top_k``, ``filters`` …)."""
+        """A :class:`~ragloom.retrievers.VectorIndexRetriever` (``similarity_top_k``, ``filters`` …).
+
+        Raises:
+            TypeError: a keyword argument the retriever does not take (LlamaIndex ignores it).
+            ValueError: a bad retriever argument (see the retriever).
+        """
         from ragloom.retrievers import VectorIndexRetriever
 
         kwargs.setdefault("callback_manager", self._callback_manager)
@@ -392,6 +397,8 @@ class VectorStoreIndex:
         Raises:
             ValueError: no ``llm`` and no ``Settings.llm`` for a mode that needs one (the message
                 lists how to configure one); bad retriever or synthesizer arguments.
+            TypeError: an argument that is neither a synthesizer nor a retriever argument (LlamaIndex
+                ignores it).
         """
         from ragloom.query_engine import RetrieverQueryEngine
 
@@ -418,6 +425,7 @@ class VectorStoreIndex:
 
         Raises:
             ValueError: as :func:`~ragloom.chat_engine.factory.chat_engine_for`.
+            TypeError: an argument no part of the engine takes (LlamaIndex ignores it).
         """
         from ragloom.chat_engine.factory import chat_engine_for
 

@@ -95,12 +95,19 @@ def _updated_at(directory: Path) -> Optional[float]:
     return max(times) if times else None
 
 
-def _documents_and_nodes(storage_context: Any, server_store: bool) -> Tuple[int, int]:
-    """``(source documents, nodes)``; nodes from the docstore's links when the vectors are in a server store."""
+def _documents_and_nodes(storage_context: Any, structs: Sequence[Any], server_store: bool) -> Tuple[int, int]:
+    """``(source documents, nodes)``.  Nodes: the most any index of the directory holds (indexes in one
+    directory usually hold the same nodes): a vector index its vector store's count (the docstore's
+    links when the vectors are in a server store), a docstore-backed index (``SummaryIndex``, keyword,
+    tree, graph) the nodes its index-store records hold."""
+    from ragloom.data_structs import IndexDict
+
     total, rows = storage_context.docstore.list_ref_docs(offset=0, limit=None if server_store else 1)
-    if server_store:
-        return total, sum(r.node_count for r in rows)
-    return total, storage_context.vector_store.count()
+    counts = [storage_context.index_store.count_index_nodes(s.index_id)
+              for s in structs if not isinstance(s, IndexDict)]
+    if any(isinstance(s, IndexDict) for s in structs) or not counts:
+        counts.append(sum(r.node_count for r in rows) if server_store else storage_context.vector_store.count())
+    return total, max(counts)
 
 
 def describe_index(index_dir: PathLike) -> Dict[str, Any]:
@@ -111,7 +118,9 @@ def describe_index(index_dir: PathLike) -> Dict[str, Any]:
     "embed_model", "embed_class", "quantize", "dimension", "vector_store" ("sqlite", or the recorded
     server store), "bytes" (every file in the directory), "updated_at" (ISO 8601 UTC of the last
     write), "error"}``; ``error`` is ``None``, or why the directory could not be read (the other
-    fields are then ``None`` where unknown).
+    fields are then ``None`` where unknown).  ``nodes``: the most nodes any of its indexes holds
+    (docstore-backed indexes counted from their records); ``dimension``: the length of the vectors
+    in the SQLite vector store (``None`` while it is empty), the recorded model's for a server store.
     """
     from ragloom.data_structs import IndexDict
     from ragloom.storage import StorageContext
@@ -132,9 +141,13 @@ def describe_index(index_dir: PathLike) -> Dict[str, Any]:
             out["indexes"] = [s.index_id for s in structs]
             out["types"] = sorted({type(s).__name__ for s in structs})
             identity = next((dict(s.embed_model) for s in structs if isinstance(s, IndexDict) and s.embed_model), {})
+            # the dimension of the vectors stored, not the one the model's name suggests (an
+            # OpenAI-compatible server may serve another model under that name); a server store's
+            # is not asked for (no network here): the recorded model identity's then
+            dimension = identity.get("dimension") if recorded.is_file() else sc.vector_store.dimension
             out.update(embed_model=identity.get("model_name"), embed_class=identity.get("class_name"),
-                       quantize=identity.get("quantize"), dimension=identity.get("dimension"))
-            out["documents"], out["nodes"] = _documents_and_nodes(sc, recorded.is_file())
+                       quantize=identity.get("quantize"), dimension=dimension)
+            out["documents"], out["nodes"] = _documents_and_nodes(sc, structs, recorded.is_file())
         finally:
             sc.close()
     except Exception as exc:  # one unreadable directory must not hide the others
@@ -205,12 +218,14 @@ def remove_paths(paths: Sequence[PathLike], index_dir: PathLike, *, wait: bool =
         paths: files and folders.
         index_dir: the index directory.
         wait / on_wait: as :func:`~ragloom.ingestion.paths.index_paths` (wait for another writer).
-        dry_run: only report what would be removed.
+        dry_run: only report what would be removed; nothing is written.
 
     Returns:
         ``{"index_dir", "dry_run", "documents_removed", "nodes_removed", "removed": [{"id",
         "source", "nodes", "path"}], "not_found": [paths with no document], "documents_left",
-        "nodes_left"}``.
+        "nodes_left"}``.  ``documents_left`` / ``nodes_left`` count what the index holds after the
+        removal, also for a dry run (what the real run would leave: the counts now less the
+        documents and nodes it would remove).
 
     Raises:
         FileNotFoundError: no index in ``index_dir``.
@@ -231,17 +246,21 @@ def remove_paths(paths: Sequence[PathLike], index_dir: PathLike, *, wait: bool =
                     index.delete_ref_doc(doc_id, delete_from_docstore=True)
             index.vector_store.optimize()
         matched = {raw for raw, *_ in found}
-        left, _ = index.docstore.list_ref_docs(offset=0, limit=1)
+        nodes_removed = sum(n for _r, _d, n, _f in found)
+        documents_left, _ = index.docstore.list_ref_docs(offset=0, limit=1)
+        nodes_left = index.vector_store.count()
+        if dry_run:  # nothing was deleted: what the real run would leave
+            documents_left, nodes_left = max(0, documents_left - len(found)), max(0, nodes_left - nodes_removed)
         return {
             "index_dir": str(index_dir),
             "dry_run": dry_run,
             "documents_removed": len(found),
-            "nodes_removed": sum(n for _r, _d, n, _f in found),
+            "nodes_removed": nodes_removed,
             "removed": [{"id": doc_id, "source": display_path(file_path), "nodes": n, "path": raw}
                         for raw, doc_id, n, file_path in found],
             "not_found": [os.fspath(p) for p in paths if os.fspath(p) not in matched],
-            "documents_left": left,
-            "nodes_left": index.vector_store.count(),
+            "documents_left": documents_left,
+            "nodes_left": nodes_left,
         }
     finally:
         lock.release()

@@ -100,7 +100,13 @@ class LLMRerank(BaseNodePostprocessor, PromptMixin):
     :func:`default_parse_choice_select_answer_fn`.  Returned nodes are new ``NodeWithScore`` s
     whose score is the LLM's rating (1-10 with the default prompt), sorted by it, highest first
     (ties keep retrieval order).  Nodes the LLM leaves out are dropped, as LlamaIndex.  Ratings of
-    different batches are compared as they are.  Each call reports one ``RERANKING`` callback
+    different batches are compared as they are.
+
+    Unlike LlamaIndex, a batch whose answer names no document of the batch at all (the answer
+    could not be read, or the parser returned nothing) is not dropped: its nodes are kept, with
+    their retrieval scores, after every rated node, in retrieval order, and a warning is logged.
+    LlamaIndex drops them, so one unreadable answer from a small model leaves the query engine
+    with no context ("Empty Response").  Each call reports one ``RERANKING`` callback
     event (``MODEL_NAME``: the LLM's model name, ``TOP_K``: ``top_n``).
 
     Args:
@@ -158,6 +164,8 @@ class LLMRerank(BaseNodePostprocessor, PromptMixin):
             self.choice_select_prompt = self._checked(prompts["choice_select_prompt"])
 
     def _rate_batch(self, batch: List[BaseNode], query_str: str) -> List[Tuple[int, float]]:
+        """``[(0-based position in batch, relevance)]`` of the documents the answer rates; ``[]``
+        when it names none of them."""
         answer = self.llm.predict(
             self.choice_select_prompt, context_str=self._format_node_batch_fn(batch), query_str=query_str
         )
@@ -175,9 +183,18 @@ class LLMRerank(BaseNodePostprocessor, PromptMixin):
         if query_bundle is None:
             raise ValueError("LLMRerank needs the query: pass query_bundle or query_str")
         rated: List[Tuple[float, int, NodeWithScore]] = []
+        unread: List[NodeWithScore] = []  # batches whose answer rated nothing, in retrieval order
         for start in range(0, len(nodes), self.choice_batch_size):
-            batch = [n.node for n in nodes[start:start + self.choice_batch_size]]
-            for i, relevance in self._rate_batch(batch, query_bundle.query_str):
+            chunk = nodes[start:start + self.choice_batch_size]
+            batch = [n.node for n in chunk]
+            ratings = self._rate_batch(batch, query_bundle.query_str)
+            if not ratings:
+                logger.warning(
+                    "LLMRerank: the LLM's answer for nodes %d..%d rates none of them; keeping them in "
+                    "retrieval order after the rated nodes", start + 1, start + len(chunk),
+                )
+                unread.extend(NodeWithScore(node=n.node, score=n.score) for n in chunk)
+            for i, relevance in ratings:
                 rated.append((relevance, start + i, NodeWithScore(node=batch[i], score=relevance)))
         rated.sort(key=lambda t: (-t[0], t[1]))
-        return [n for _, _, n in rated[: self.top_n]]
+        return ([n for _, _, n in rated] + unread)[: self.top_n]

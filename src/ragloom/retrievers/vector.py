@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import math
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
@@ -10,6 +12,32 @@ from ragloom.schema import NodeWithScore, QueryBundle
 
 if TYPE_CHECKING:
     from ragloom.indices.vector_store import VectorStoreIndex
+
+
+def _reject_unknown(kwargs: Dict[str, Any]) -> None:
+    """``TypeError`` for keyword arguments :class:`VectorIndexRetriever` does not take, naming them
+    (and the closest accepted name, for a misspelling)."""
+    if not kwargs:
+        return
+    params = inspect.signature(VectorIndexRetriever.__init__).parameters
+    accepted = [p for p in params if p not in ("self", "index", "kwargs")]
+    hints = []
+    for name in sorted(kwargs):
+        close = difflib.get_close_matches(name, accepted, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise TypeError(
+        f"VectorIndexRetriever got unexpected keyword argument(s) {', '.join(hints)}; "
+        f"it takes {', '.join(accepted)}"
+    )
+
+
+def _same_embed_model(index: "VectorStoreIndex", embed_model: Any) -> Any:
+    """``embed_model`` resolved, after checking it is the model ``index`` recorded (``ValueError`` if not)."""
+    from ragloom.embeddings import check_embed_model, resolve_embed_model
+
+    model = resolve_embed_model(embed_model)
+    check_embed_model(index.index_struct.embed_model or {}, model)
+    return model
 
 
 class VectorIndexRetriever(BaseRetriever):
@@ -39,10 +67,23 @@ class VectorIndexRetriever(BaseRetriever):
             ``vector_store_kwargs={"mmr_threshold": ...}``, LlamaIndex's spelling.
         vector_store_kwargs: ``mmr_threshold``, ``mmr_prefetch_factor`` (candidates per result,
             >= 1, default 4) or ``mmr_prefetch_k`` (candidates, >= ``similarity_top_k``).
+        callback_manager: where the ``RETRIEVE`` events go (:mod:`ragloom.callbacks`).
+        embed_model: the model that embeds queries (default: the index's); an embed model or a
+            :func:`~ragloom.embeddings.resolve_embed_model` spec.  Unlike LlamaIndex, it must be the
+            model the index recorded: another model's query vectors are not comparable with the
+            stored ones.
+        object_map, objects, verbose: accepted for LlamaIndex compatibility; unused.
+
+    Unlike LlamaIndex, which ignores keyword arguments it does not know (so a misspelled
+    ``simlarity_top_k=7`` silently returns the default 2 nodes), an unknown keyword argument
+    raises ``TypeError``.
 
     Raises:
         ValueError: ``similarity_top_k`` < 1, an unknown mode, ``alpha`` or ``mmr_threshold``
-            outside [0, 1], or an unknown ``vector_store_kwargs`` key.
+            outside [0, 1], an unknown ``vector_store_kwargs`` key, or an ``embed_model`` that is
+            not the one the index was built with.
+        TypeError: a keyword argument this retriever does not take (the message names it and the
+            closest accepted name).
     """
 
     def __init__(
@@ -58,15 +99,22 @@ class VectorIndexRetriever(BaseRetriever):
         hybrid_top_k: Optional[int] = None,
         vector_store_kwargs: Optional[Dict[str, Any]] = None,
         mmr_threshold: Optional[float] = None,
+        callback_manager: Any = None,
+        object_map: Optional[Dict[str, Any]] = None,
+        objects: Any = None,
+        embed_model: Any = None,
+        verbose: bool = False,
         **kwargs: Any,
     ) -> None:
         from ragloom.retrievers.mmr import DEFAULT_MMR_PREFETCH_FACTOR, check_mmr_threshold
         from ragloom.vector_stores.types import VectorStoreQueryMode
 
+        _reject_unknown(kwargs)
         if not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an int >= 1, got {similarity_top_k!r}")
+        super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
         self._index = index
-        self.callback_manager = kwargs.pop("callback_manager", None)  # RETRIEVE events (ragloom.callbacks)
+        self._embed_model = index.embed_model if embed_model is None else _same_embed_model(index, embed_model)
         self.similarity_top_k = similarity_top_k
         self.filters = filters
         self.node_ids = node_ids
@@ -115,7 +163,7 @@ class VectorIndexRetriever(BaseRetriever):
             from ragloom.analysis import is_mostly_cjk
             from ragloom.vector_stores.sqlite import DEFAULT_HYBRID_ALPHA
 
-            multilingual = bool(getattr(index.embed_model, "multilingual", False))
+            multilingual = bool(getattr(self._embed_model, "multilingual", False))
             alpha = 0.0 if (not multilingual and is_mostly_cjk(query_bundle.query_str)) else DEFAULT_HYBRID_ALPHA
         if mode == "mmr":
             return self._retrieve_mmr(query_bundle)
@@ -140,7 +188,7 @@ class VectorIndexRetriever(BaseRetriever):
     def _embed_query(self, query_bundle: QueryBundle) -> None:
         if query_bundle.embedding is None:
             strs = query_bundle.embedding_strs
-            embed_model = self._index.embed_model
+            embed_model = self._embed_model
             if len(strs) == 1:
                 query_bundle.embedding = embed_model.get_query_embedding(strs[0])
             else:

@@ -91,7 +91,9 @@ class StorageContext:
         * no ``persist_dir``: an in-memory database (or the database of a given SQLite
           component, so everything still lives in one file);
         * ``persist_dir``: ``persist_dir/ragloom.sqlite``, which must exist unless
-          ``create_if_missing=True`` (then the directory and database are created).
+          ``create_if_missing=True`` (then the directory and database are created).  A LlamaIndex
+          storage folder (``docstore.json`` …, no ``ragloom.sqlite``) is not opened as one: the
+          ``FileNotFoundError`` says to import it with :meth:`from_llamaindex`.
 
         ``graph_store`` / ``property_graph_store``: default a
         :class:`~ragloom.graph_stores.SimpleGraphStore` / ``SimplePropertyGraphStore`` on the same
@@ -162,6 +164,7 @@ class StorageContext:
         path = directory / DEFAULT_DB_NAME
         if not path.is_file():
             if not create_if_missing:
+                _refuse_llamaindex_dir(directory)
                 raise FileNotFoundError(
                     f"no ragloom index in {directory}: {path} does not exist. Build an index and persist it there "
                     f"first (storage_context.persist(persist_dir=...)), or pass create_if_missing=True to start an "
@@ -271,3 +274,17 @@ class StorageContext:
     def __repr__(self) -> str:
         where = self._database.path if self._database is not None else "custom stores"
         return f"StorageContext({where})"
+
+
+def _refuse_llamaindex_dir(directory: Path) -> None:
+    """``FileNotFoundError`` pointing to the import when ``directory`` holds LlamaIndex's storage files
+    (its ``docstore.json``, ``index_store.json`` or vector store JSON) rather than a ragloom index."""
+    from ragloom.storage.llamaindex_import import LEGACY_VECTOR_STORE_FILE, LLAMAINDEX_FILES
+
+    present = [name for name in (*LLAMAINDEX_FILES, LEGACY_VECTOR_STORE_FILE) if (directory / name).is_file()]
+    if present:
+        raise FileNotFoundError(
+            f"{directory} is a LlamaIndex storage folder ({', '.join(present)}), not a ragloom index: use "
+            f"StorageContext.from_llamaindex(persist_dir, embed_model=...) to load it (its vectors are kept), or "
+            f"`ragloom import-llamaindex {directory}` to turn it into a ragloom index directory"
+        )
