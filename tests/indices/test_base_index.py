@@ -334,6 +334,7 @@ def test_refresh_killed_before_commit_then_rerun_equals_clean_run(tmp_path, monk
         assert got[key] == want[key], key
 
 
+@pytest.mark.requires_extra("remote")
 def test_llm_keyword_refresh_killed_before_commit_reruns_only_the_lost_document(tmp_path, monkeypatch):
     """KeywordTableIndex: the LLM's keywords of a killed batch are not kept; the re-run asks again only
     for the documents whose commit was lost, and the table equals an unkilled build's."""
