@@ -58,7 +58,7 @@ Writing a new index kind (the contract subclasses rely on; see ``SummaryIndex`` 
 
 * ``index_struct_cls``: the struct class (tagged and in ``ragloom.data_structs``' registry);
 * :meth:`as_retriever` (abstract);
-* optional hooks: :meth:`_index_config`, :meth:`_check_build_ready` (e.g. ``self.llm``: no LLM
+* optional hooks: :meth:`_index_config`, :meth:`_after_write`, :meth:`_check_build_ready` (e.g. ``self.llm``: no LLM
   configured stops the run instead of failing every document), :meth:`_prepare_nodes` (outside the transaction, may call
   the LLM; returns ``{node_id: data}``), :meth:`_add_nodes_to_index` (inside it),
   :meth:`_delete_nodes_from_index` (inside it), :meth:`_materialize_struct` (what ``index_struct``
@@ -74,7 +74,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, Sequence, Type, TypeVar
 
 from ragloom.data_structs import DocstoreIndexStruct
-from ragloom.errors import RagloomError
+from ragloom.errors import IngestionError, RagloomError
 from ragloom.schema import BaseNode, Document, TransformComponent
 
 logger = logging.getLogger(__name__)
@@ -409,6 +409,12 @@ class BaseIndex(ABC, Generic[IS]):
         called once per batch with nodes to build, before :meth:`_prepare_nodes`.  The writing method
         then raises :class:`IndexNotReadyError` instead of failing each document."""
 
+    def _after_write(self) -> None:
+        """Derived work once a write has committed, outside its transaction (embedding new triplets,
+        re-summarising a tree): called after :meth:`from_documents` / :meth:`insert` /
+        :meth:`refresh_ref_docs` (also when they raise :class:`~ragloom.errors.IngestionError`: the
+        other documents were written) and after a successful :meth:`insert_nodes`."""
+
     def _prepare_nodes(self, nodes: List[BaseNode]) -> Dict[str, Any]:
         """Per-node work done **outside** the write transaction, before the nodes are written (LLM
         calls go here); returns ``{node_id: data}`` handed to :meth:`_add_nodes_to_index`.  A
@@ -501,8 +507,12 @@ class BaseIndex(ABC, Generic[IS]):
                     _batches(list(documents), DOCUMENTS_PER_BATCH), force=force, raise_on_error=raise_on_error,
                     plans=plans, show_progress=show_progress,
                 )
+        except IngestionError:
+            self._after_write()  # the documents that were written still get it
+            raise
         finally:
             self._prepared.clear()  # prepared for documents that failed
+        self._after_write()
         return stats, plans
 
     def _record_transformations(self, steps: Sequence[TransformComponent]) -> None:
@@ -522,6 +532,7 @@ class BaseIndex(ABC, Generic[IS]):
             )
         finally:
             self._prepared.clear()
+        self._after_write()
 
     def insert(self, document: Document, **insert_kwargs: Any) -> None:
         """Split and add one document (replacing its nodes if it was added before and changed).

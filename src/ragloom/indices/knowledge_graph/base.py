@@ -11,7 +11,6 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tupl
 import msgspec
 
 from ragloom.data_structs import KG
-from ragloom.errors import IngestionError
 from ragloom.graph_stores.types import entity_key
 from ragloom.indices.base import BaseIndex
 from ragloom.indices.knowledge_graph.utils import DEFAULT_MAX_OBJECT_LENGTH, parse_triplets, triplet_text
@@ -320,23 +319,12 @@ class KnowledgeGraphIndex(BaseIndex[KG]):
                 self._index_struct.embed_model = dict(self.embed_model.identity())
                 self._save_index_struct()
 
-    def _ingest(self, documents: Sequence[Any], force: bool = False, show_progress: bool = False,
-                raise_on_error: bool = False) -> Any:
-        try:
-            out = super()._ingest(documents, force=force, show_progress=show_progress, raise_on_error=raise_on_error)
-        except IngestionError:
-            self._after_write()
-            raise
-        self._after_write()
-        return out
-
     def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **insert_kwargs: Any) -> None:
         """Add ``nodes`` as given, extracting their triplets (see the class docstring)."""
         try:
             super().insert_nodes(nodes, show_progress=show_progress, **insert_kwargs)
         finally:
             self._manual.clear()
-        self._after_write()
 
     # -- LlamaIndex's manual API --------------------------------------------------------------------------
     def upsert_triplet(self, triplet: Triple, include_embeddings: bool = False) -> None:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, List, Optional, Sequence
 
 from ragloom.data_structs import IndexLPG
-from ragloom.errors import IngestionError
 from ragloom.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, TRIPLET_SOURCE_KEY, EntityNode, Relation
 from ragloom.indices.base import BaseIndex
 from ragloom.indices.knowledge_graph.base import recorded_embed_model
@@ -188,20 +187,6 @@ class PropertyGraphIndex(BaseIndex[IndexLPG]):
                 self._index_struct.embed_model = identity
                 self._save_index_struct()
 
-    def _ingest(self, documents: Sequence[Any], force: bool = False, show_progress: bool = False,
-                raise_on_error: bool = False) -> Any:
-        try:
-            out = super()._ingest(documents, force=force, show_progress=show_progress, raise_on_error=raise_on_error)
-        except IngestionError:
-            self._after_write()
-            raise
-        self._after_write()
-        return out
-
-    def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **insert_kwargs: Any) -> None:
-        """Add ``nodes`` as given, extracting their entities and relations."""
-        super().insert_nodes(nodes, show_progress=show_progress, **insert_kwargs)
-        self._after_write()
 
     # -- reading ------------------------------------------------------------------------------------------
     def as_retriever(self, sub_retrievers: Optional[List[Any]] = None, include_text: bool = True,

@@ -9,7 +9,6 @@ from typing import Any, ClassVar, Dict, List, Optional, Sequence
 import msgspec
 
 from ragloom.data_structs import IndexGraph
-from ragloom.errors import IngestionError
 from ragloom.indices.base import BaseIndex
 from ragloom.indices.tree.shape import TreeShape
 from ragloom.prompts.base import check_vars, to_prompt
@@ -219,20 +218,8 @@ class TreeIndex(BaseIndex[IndexGraph]):
             self._save_index_struct()
 
     # -- writes: settle the tree after each -----------------------------------------------------------
-    def _ingest(self, documents: Sequence[Any], force: bool = False, show_progress: bool = False,
-                raise_on_error: bool = False) -> Any:
-        try:
-            out = super()._ingest(documents, force=force, show_progress=show_progress, raise_on_error=raise_on_error)
-        except IngestionError:
-            self._settle()  # the documents that were written still join the tree
-            raise
-        self._settle()
-        return out
-
-    def insert_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **insert_kwargs: Any) -> None:
-        """Add ``nodes`` as given and insert them into the tree (see the class docstring)."""
-        super().insert_nodes(nodes, show_progress=show_progress, **insert_kwargs)
-        self._settle()
+    def _after_write(self) -> None:
+        self._settle()  # also after a failed batch: the documents that were written still join the tree
 
     def delete_ref_doc(self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any) -> None:
         """Remove document ``ref_doc_id``'s nodes from the tree and re-summarise what was above them."""
