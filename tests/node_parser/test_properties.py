@@ -62,10 +62,11 @@ def _make(kind, tok_name, chunk_size, overlap):
     tok = TOKENIZERS[tok_name]()
     if kind == "sentence":
         return SentenceSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tok)
-    return TokenTextSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tok)
+    return TokenTextSplitter(chunk_size=chunk_size, chunk_overlap=overlap, tokenizer=tok,
+                             keep_whitespaces=kind == "token_keep_ws")
 
 
-def _check(splitter, text, metadata):
+def _check(splitter, text, metadata, stripped=True):
     tok = splitter.tokenizer
     doc = Document(
         text=text,
@@ -83,7 +84,9 @@ def _check(splitter, text, metadata):
     for n in nodes:
         a, b = n.start_char_idx, n.end_char_idx
         assert text[a:b] == n.text
-        assert n.text and n.text == n.text.strip()
+        assert n.text.strip()  # never only whitespace
+        if stripped:  # keep_whitespaces=True keeps the whitespace around a chunk
+            assert n.text == n.text.strip()
         assert (a, b) > prev and b >= prev[1], "spans in order"
         prev = (a, b)
         covered[a:b] = b"\x01" * (b - a)
@@ -102,12 +105,12 @@ META = st.sampled_from([{}, {"title": "A title"}, {"file_name": "西游记.txt",
 
 
 @pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
-@pytest.mark.parametrize("kind", ["sentence", "token"])
+@pytest.mark.parametrize("kind", ["sentence", "token", "token_keep_ws"])
 @given(text=texts(), chunk_size=st.integers(40, 100), overlap_frac=st.floats(0, 0.5), metadata=META)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_invariants(kind, tok_name, text, chunk_size, overlap_frac, metadata):
     splitter = _make(kind, tok_name, chunk_size, int(chunk_size * overlap_frac))
-    _check(splitter, text, metadata)
+    _check(splitter, text, metadata, stripped=kind != "token_keep_ws")
 
 
 @pytest.mark.parametrize("kind", ["sentence", "token"])
