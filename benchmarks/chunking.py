@@ -304,7 +304,7 @@ def main_formats(runs: int) -> None:
 # ``get_nodes_from_documents`` (nodes with ids and relationships, what users get).
 
 
-def main_floor(runs: int, mb_limit: float) -> None:
+def main_floor(runs: int, mb_limit: float, only: str = "") -> None:
     from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
     from ragloom.schema import Document
     from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
@@ -315,6 +315,8 @@ def main_floor(runs: int, mb_limit: float) -> None:
         ("hf:all-MiniLM-L6-v2", get_default_tokenizer(), 254, 31),
         ("cl100k_base", get_tokenizer("cl100k_base"), 512, 50),
     ]
+    if only:
+        setups = [s for s in setups if s[0] == only]
 
     def cpu(fn):
         t0 = time.process_time()
@@ -375,8 +377,9 @@ if __name__ == "__main__":
         _ap.add_argument("--floor", action="store_true")
         _ap.add_argument("--runs", type=int, default=3)
         _ap.add_argument("--mb", type=float, default=2.0)
+        _ap.add_argument("--only", default="", help="one tokenizer: hf:all-MiniLM-L6-v2 or cl100k_base")
         _a = _ap.parse_args()
-        main_floor(_a.runs, _a.mb)
+        main_floor(_a.runs, _a.mb, _a.only)
     elif "--formats" in sys.argv:
         _ap = argparse.ArgumentParser()
         _ap.add_argument("--formats", action="store_true")

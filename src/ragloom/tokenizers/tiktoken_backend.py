@@ -97,15 +97,15 @@ def _token_char_tables(name: str) -> Tuple[np.ndarray, np.ndarray]:
     """Per token id: how many UTF-8 lead bytes (character starts) its bytes hold, and whether its
     first byte is one (``1``/``0``).  The character index of a token's first byte is then the lead
     bytes of the tokens before it, plus its own first-byte flag, minus one: character starts from
-    the ids alone, without encoding the text to bytes."""
+    the ids alone, without encoding the text to bytes.  Both ``int32``."""
     enc = load_offline_encoding(name)
     ranked = sorted(enc._mergeable_ranks.items(), key=lambda kv: kv[1])  # noqa: SLF001
     raw = np.frombuffer(b"".join(tok for tok, _ in ranked), dtype=np.uint8)
-    is_lead = ((raw & 0xC0) != 0x80).astype(np.int64)
+    is_lead = ((raw & 0xC0) != 0x80).astype(np.int32)
     offsets = np.cumsum([0] + [len(tok) for tok, _ in ranked[:-1]])
     ranks = np.array([rank for _, rank in ranked], dtype=np.int64)
-    leads = np.zeros(enc.n_vocab, dtype=np.int64)
-    first = np.zeros(enc.n_vocab, dtype=np.int64)
+    leads = np.zeros(enc.n_vocab, dtype=np.int32)
+    first = np.zeros(enc.n_vocab, dtype=np.int32)
     leads[ranks] = np.add.reduceat(is_lead, offsets)
     first[ranks] = is_lead[offsets]
     return leads, first
@@ -131,7 +131,8 @@ class TiktokenTokenizer(BaseTokenizer):
         self.name = f"tiktoken:{encoding_name}"
         self.encoding = load_offline_encoding(encoding_name)
         self._lens = _token_byte_lengths(encoding_name)
-        self._leads, self._first_is_lead = _token_char_tables(encoding_name)
+        self._leads32, self._first32 = _token_char_tables(encoding_name)
+        self._lens32 = self._lens.astype(np.int32)  # for :meth:`_starts_np` (token lengths are small)
         core = getattr(self.encoding, "_core_bpe", None)
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
         self.num_special_tokens = 0
@@ -186,18 +187,24 @@ class TiktokenTokenizer(BaseTokenizer):
         return char_of_byte[bstart], char_of_byte[bend - 1] + 1
 
     def _starts_np(self, text: str) -> np.ndarray:
+        """Character start of every token of ``text`` as a numpy array: ``int32`` (half the memory
+        traffic of ``int64``; every step below is one vectorised pass) unless the text is too long
+        for it, then ``int64``."""
         ids = self.encode_array(text)
+        wide = len(text) >= 2**31
         if len(ids) == 0:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int64 if wide else np.int32)
+        ascii_text = text.isascii()
         # ASCII: one byte per character, so starts are the running sum of token byte lengths
-        per_token = self._lens[ids] if text.isascii() else self._leads[ids]
-        starts = np.cumsum(per_token)
+        table = self._lens32 if ascii_text else self._leads32
+        per_token = np.take(table, ids)
+        starts = np.cumsum(per_token, dtype=np.int64 if wide else np.int32)
         starts -= per_token
-        if not text.isascii():
+        if not ascii_text:
             # char index of a token's first byte = UTF-8 lead bytes up to and including it, minus
             # one (a token starting inside a multi-byte character maps to that character, as in
             # ``_starts_ends``); lone surrogates were encoded as U+FFFD, one character each
-            starts += self._first_is_lead[ids]
+            starts += np.take(self._first32, ids)
             starts -= 1
         return starts
 
@@ -206,10 +213,12 @@ class TiktokenTokenizer(BaseTokenizer):
         return self._starts_np(text).tolist()
 
     def token_starts_array(self, text: str) -> "array[int]":
-        """:meth:`token_starts` as a contiguous ``array('q')``: built without a Python int
-        per token, and ``bisect`` on it is faster than on a list (no pointer chasing)."""
-        out = array("q")
-        out.frombytes(self._starts_np(text).astype(np.int64, copy=False).tobytes())
+        """:meth:`token_starts` as a contiguous ``array('i')`` (``array('q')`` for a text of 2**31
+        characters or more): built without a Python int per token, and ``bisect`` on it is faster
+        than on a list (no pointer chasing)."""
+        starts = self._starts_np(text)
+        out = array("q" if starts.dtype == np.int64 else "i")
+        out.frombytes(memoryview(starts).cast("B"))
         return out
 
     def encode_offsets(self, text: str) -> List[Tuple[int, int]]:
@@ -222,7 +231,7 @@ class TiktokenTokenizer(BaseTokenizer):
 
     def token_starts_batch(self, texts: Sequence[str]) -> List[Sequence[int]]:
         """Character start of every token of each text (what the span engine sizes spans
-        with), each as an ``array('q')`` (see :meth:`token_starts_array`)."""
+        with), each as an ``array('i')`` (see :meth:`token_starts_array`)."""
         if not texts:
             return []
         return [self.token_starts_array(t) for t in texts]
