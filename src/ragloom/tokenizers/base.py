@@ -69,11 +69,16 @@ class Tokenizer(Protocol):
             GIL (Hugging Face ``tokenizers``), so the splitters tokenize the next documents in a
             background thread while they pack the current ones; ``False`` (tiktoken holds it) makes
             such a thread pure overhead, and they tokenize in turn.
+        byte_level: ``True`` when every token holds at least one UTF-8 byte of the text, so
+            ``count(t) <= len(t.encode("utf-8"))`` (byte-level BPE: tiktoken); the span engine then
+            skips encoding a chunk edge when even that many tokens would fit.  ``False`` (the
+            default) promises nothing.
     """
 
     name: str
     has_offsets: bool
     releases_gil: bool
+    byte_level: bool
     safe_split: Optional[SplitPattern]
     safe_split_reverse: Optional[SplitPattern]
 
@@ -113,6 +118,8 @@ class BaseTokenizer(ABC):
     has_offsets: bool = True
     #: ``True``: :meth:`token_starts_batch` releases the GIL (see :class:`Tokenizer`).
     releases_gil: bool = False
+    #: ``True``: at most one token per UTF-8 byte of the text (see :class:`Tokenizer`).
+    byte_level: bool = False
     safe_split: Optional[SplitPattern] = None
     safe_split_reverse: Optional[SplitPattern] = None
 

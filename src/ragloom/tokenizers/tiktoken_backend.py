@@ -123,6 +123,7 @@ class TiktokenTokenizer(BaseTokenizer):
     """
 
     has_offsets = True
+    byte_level = True  # byte-level BPE: every token holds at least one byte
     safe_split = SAFE_SPLIT
     safe_split_reverse = SAFE_SPLIT_REVERSE
 

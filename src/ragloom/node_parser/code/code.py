@@ -52,6 +52,7 @@ from ragloom.node_parser.text.engine import (
     ExactCounter,
     LimitSizer,
     OffsetSizer,
+    SpanCounter,
     make_sizers,
     pack_spans,
     wrapper_overhead,
@@ -290,7 +291,7 @@ class CodeSplitter(FormatNodeParser):
         return pack_spans(text, levels, sizer, counter, size, min(overlap, room - 1), wrappers)
 
 
-class _RenderedCounter:
+class _RenderedCounter(SpanCounter):
     """Exact token count of a chunk as embedded with ``line_numbers=True`` (``"42|"`` prefixes)."""
 
     def __init__(self, tokenizer: Any, render: Any) -> None:
@@ -301,7 +302,7 @@ class _RenderedCounter:
         return int(self.tok.count(prefix + self.render(a, b) + suffix))
 
 
-class _CharCounter:
+class _CharCounter(SpanCounter):
     """Characters as the "tokens" of a chunk (``chunk_size=None``: no token budget)."""
 
     tok = None

@@ -78,6 +78,7 @@ class CutLevel:
 
     windowed = False
     margin = 0
+    block = ""
 
     def __init__(self, cuts: Sequence[int], name: str = "structure") -> None:
         self.cuts = sorted(set(cuts))

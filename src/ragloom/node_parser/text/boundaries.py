@@ -49,6 +49,7 @@ class SeparatorLevel:
     """Cut after every occurrence of a literal separator (the separator stays on the left piece)."""
 
     windowed = True
+    block = ""
 
     def __init__(self, separator: str, name: str = "separator") -> None:
         if not separator:
@@ -85,6 +86,7 @@ class RegexLevel:
 
     windowed = True
     margin = 64
+    block = ""
 
     def __init__(self, pattern: str, name: str = "regex") -> None:
         self.pattern = pattern
@@ -106,6 +108,7 @@ class PunctuationRunLevel:
 
     windowed = True
     margin = 64
+    block = ""
 
     def __init__(self, chars: str, name: str) -> None:
         self.chars = chars
@@ -127,11 +130,19 @@ CJK_CLAUSE_REFERENCE = RegexLevel(r"[^，、；：,;:]+[，、；：,;:]+", name
 
 
 class SentenceLevel:
-    """Hybrid CJK-terminator regex + sentencex (English) sentence boundaries."""
+    """Hybrid CJK-terminator regex + sentencex (English) sentence boundaries, found block by block.
+
+    A *block* is the text between blank lines: the level cuts after every ``"\n\n"`` (after each
+    pair of a longer run of newlines), and the sentence ends inside a block depend on that block
+    alone, so the span engine segments just the blocks it needs, whole, and the cuts do not depend
+    on where a query window falls (:attr:`block`).  sentencex itself ends a sentence at a blank line.
+    """
 
     windowed = True
     margin = 48
     name = "sentence"
+    #: the separator of the blocks the cuts of :meth:`find` are local to
+    block = "\n\n"
 
     def __init__(self) -> None:
         import sentencex
@@ -140,6 +151,30 @@ class SentenceLevel:
         self._segment = sentencex.segment
 
     def find(self, text: str, lo: int, hi: int) -> List[int]:
+        """The cuts ``lo < p < hi``: after every ``"\n\n"`` and at every sentence end inside a block."""
+        return self._by_blocks(text, lo, hi, self._find_block)
+
+    def find_reference(self, text: str, lo: int, hi: int) -> List[int]:
+        """The plain form of :meth:`find` (every piece checked separately); for tests."""
+        return self._by_blocks(text, lo, hi, self._find_block_reference)
+
+    def _by_blocks(self, text: str, lo: int, hi: int, find_block: Callable[[str, int, int], List[int]]) -> List[int]:
+        i = text.find("\n\n", lo, hi)
+        if i == -1:
+            return find_block(text, lo, hi)
+        out: List[int] = []
+        prev = lo
+        while i != -1:
+            p = i + 2
+            out.extend(find_block(text, prev, p))
+            if p < hi:
+                out.append(p)
+            prev = p
+            i = text.find("\n\n", i + 1, hi)
+        out.extend(find_block(text, prev, hi))
+        return out
+
+    def _find_block(self, text: str, lo: int, hi: int) -> List[int]:
         if CJK_TERMINATORS.search(text, lo, hi) is None:  # no CJK terminator: one English piece
             out: List[int] = []
             self._english(text, lo, hi, out)
@@ -166,8 +201,7 @@ class SentenceLevel:
             self._english(text, prev, hi, out)
         return out
 
-    def find_reference(self, text: str, lo: int, hi: int) -> List[int]:
-        """The plain form of :meth:`find` (every piece checked separately); for tests."""
+    def _find_block_reference(self, text: str, lo: int, hi: int) -> List[int]:
         out: List[int] = []
         prev = lo
         for m in CJK_TERMINATORS_REFERENCE.finditer(text, lo, hi):
@@ -230,6 +264,7 @@ class FunctionLevel:
 
     windowed = False
     margin = 0
+    block = ""
 
     def __init__(self, fn: Callable[[str], List[str]], name: Optional[str] = None) -> None:
         self.fn = fn

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from ragloom.node_parser.text.boundaries import SeparatorLevel
 
@@ -50,6 +50,7 @@ __all__ = [
     "OffsetSizer",
     "CallSizer",
     "LimitSizer",
+    "SpanCounter",
     "ExactCounter",
     "pack_spans",
     "make_sizers",
@@ -64,12 +65,17 @@ class Level(Protocol):
     """A boundary provider: proposes cut positions ``p`` with ``lo < p < hi`` (sorted).
 
     ``windowed`` providers give the same cuts on any window (up to a few characters of
-    context, ``margin``); others are always called on the whole parent segment.
+    context, ``margin``); others are always called on the whole parent segment.  A provider with
+    a ``block`` separator also cuts after each occurrence of it, and its cuts between two of them
+    depend only on the text between them: the engine then queries the block around a position
+    whole (when it is at most :attr:`_Finder.BLOCK_CHARS` long), and the answer depends on no
+    window.  ``block = ""``: no such guarantee.
     """
 
     name: str
     windowed: bool
     margin: int
+    block: str
 
     def find(self, text: str, lo: int, hi: int) -> List[int]: ...
 
@@ -102,6 +108,14 @@ class OffsetSizer:
             k = bisect.bisect_right(st, a)
             return st[k] if k < len(st) else self.n
         return p
+
+    def straddles(self, a: int) -> int:
+        """``1`` when ``a`` falls inside a token (after its first character: the token is cut, and
+        its piece from ``a`` on re-tokenizes into at least one token that ``tokens(a, ·)`` does not
+        count), else ``0``."""
+        st = self.st
+        j = bisect.bisect_left(st, a)
+        return 0 if j == 0 or j < len(st) and st[j] == a else 1
 
     def back_limit(self, b: int, budget: int) -> int:
         """Smallest token start ``p`` with ``tokens(p, b) <= budget``."""
@@ -177,6 +191,9 @@ class CallSizer:
             else:
                 lo = mid
         return hi
+
+    def straddles(self, a: int) -> int:
+        return 0  # spans are counted whole
 
     def token_unit(self, x: int) -> Span:
         return x, x + 1
@@ -259,6 +276,9 @@ class LimitSizer:
                     lo = mid + 1
         return lo
 
+    def straddles(self, a: int) -> int:
+        return self.base.straddles(a)
+
     def token_unit(self, x: int) -> Span:
         return self.base.token_unit(x)
 
@@ -280,7 +300,29 @@ def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
     return [CallSizer(t, tokenizer.count) for t in texts]
 
 
-class ExactCounter:
+class SpanCounter:
+    """What :func:`pack_spans` counts chunks with: :meth:`count` (subclasses define it) and the
+    two questions the packer asks, answered from it unless a subclass answers them faster."""
+
+    tok: Any  # the tokenizer the wrappers are measured in (:func:`wrapper_overhead`)
+
+    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+        """Exact size of ``prefix + text[a:b] + suffix``."""
+        raise NotImplementedError
+
+    def worst_count(self, a: int, b: int, wrappers: Sequence[Tuple[str, str]]) -> int:
+        """The largest :meth:`count` of ``text[a:b]`` over ``wrappers``."""
+        return max(self.count(a, b, p, sf) for p, sf in wrappers)
+
+    def first_over(self, spans: Sequence[Span], wrappers: Sequence[Tuple[str, str]], limit: int) -> Optional[int]:
+        """The index of the first span whose :meth:`worst_count` exceeds ``limit`` (``None``: all fit)."""
+        for k, (a, b) in enumerate(spans):
+            if self.worst_count(a, b, wrappers) > limit:
+                return k
+        return None
+
+
+class ExactCounter(SpanCounter):
     """Exact token count of ``prefix + text[a:b] + suffix`` in the tokenizer.
 
     With the tokenizer's fast exact-count capability (``safe_split`` and
@@ -323,29 +365,59 @@ class ExactCounter:
             memo[wrapper] = got
         return got
 
-    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+    def _parts(self, a: int, b: int, prefix: str, suffix: str) -> Tuple[int, Tuple[str, ...]]:
+        """``(known, strings)`` with ``count(a, b, prefix, suffix) == known + sum of the strings' counts``:
+        the tokens known from the size model and the edges to encode (the whole wrapped chunk when
+        the fast path does not apply)."""
         text = self.text
-        if self.safe is not None and self.safe_rev is not None and self._enc is not None and b - a > 64:
+        if self.safe is not None and self.safe_rev is not None and b - a > 64:
             m = self.safe.search(text, a + 1, b)
             if m is not None:
                 h = m.start()
                 # the forward match at ``h`` is a match in [h, b), so the backward search finds one
                 t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
-                enc = self._enc
                 head, head_n = self._wrapper(prefix, True) if prefix else ("", 0)
                 tail, tail_n = self._wrapper(suffix, False) if suffix else ("", 0)
                 left = head + text[a:h]
                 right = text[t:b] + tail
+                known = head_n + self.sizer.tokens(h, t) + tail_n
                 # the two edges in one call when their junction is itself a safe position (it is for
                 # tiktoken's pattern: ``left`` ends where a match began, ``right`` starts with it)
                 joined = left + right
                 j = self.safe.search(joined, len(left))
                 if j is not None and j.start() == len(left):
-                    edges = len(enc(joined))
-                else:
-                    edges = len(enc(left)) + len(enc(right))
-                return head_n + edges + self.sizer.tokens(h, t) + tail_n
-        return self.tok.count(prefix + text[a:b] + suffix)
+                    return known, (joined,)
+                return known, (left, right)
+        return 0, (prefix + text[a:b] + suffix,)
+
+    def _count_str(self, s: str) -> int:
+        return len(self._enc(s)) if self._enc is not None else self.tok.count(s)
+
+    def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
+        """Exact tokens of ``prefix + text[a:b] + suffix``."""
+        known, parts = self._parts(a, b, prefix, suffix)
+        return known + sum(map(self._count_str, parts))
+
+    def first_over(self, spans: Sequence[Span], wrappers: Sequence[Tuple[str, str]], limit: int) -> Optional[int]:
+        """The index of the first span whose :meth:`count` with some wrapper exceeds ``limit``
+        (``None``: all fit).  Encodes as little as it can prove: a chunk whose known tokens plus the
+        UTF-8 bytes of its edges are within ``limit`` fits (byte-level BPE never makes more tokens
+        than bytes); the other edges are built first and then encoded in one run (the tokenizer's
+        tables stay in the CPU cache)."""
+        todo: List[Tuple[int, int, Tuple[str, ...]]] = []
+        bounded = self._enc is not None and self.tok.byte_level
+        for k, (a, b) in enumerate(spans):
+            for p, sf in wrappers:
+                known, parts = self._parts(a, b, p, sf)
+                if bounded and len(parts) <= 2:
+                    if known + sum(len(x.encode("utf-8", "surrogatepass")) for x in parts) <= limit:
+                        continue
+                todo.append((k, known, parts))
+        count = self._count_str
+        for k, known, parts in todo:
+            if known + sum(map(count, parts)) > limit:
+                return k
+        return None
 
 
 # -- packer --------------------------------------------------------------------------
@@ -366,7 +438,8 @@ def strip_span(text: str, a: int, b: int) -> Span:
 class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
-    BACK, FWD = 160, 96  # first window around a position (grown x4 while it finds no cut)
+    BACK_TOKENS, FWD_TOKENS = 40, 24  # first window around a position (grown x2 while it finds no cut)
+    BLOCK_CHARS = 2048  # a longer block (see :class:`Level`) is searched in windows
     CHAR_REACH = 4096  # how far :meth:`_around_char` looks on each side of a position
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
@@ -375,9 +448,14 @@ class _Finder:
         self.sizer = sizer
         self.n = len(text)
         self._whole: Dict[Tuple[int, int, int], List[int]] = {}
-        # last boundary query per level, keyed by the parent segment it was made in: a query made
-        # for another parent may start before this parent, and its cuts there are not ours
-        self._win: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
+        # per level and parent segment: the zone last queried and its cuts (see :meth:`_zone`); a
+        # query made for another parent may start before this parent, and its cuts there are not ours
+        self._zones: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
+        self._by_tokens = isinstance(sizer, OffsetSizer)  # windows measured in tokens (else chars)
+        self._blocks: Dict[Tuple[int, int, int], List[int]] = {}  # (level, block start, end) -> its cuts
+        # per level: its last segment found from a whole-text cut list or a whole block, which
+        # answers any position inside it: (parent start, parent end, start, end, tokens)
+        self._memo: List[Optional[Tuple[int, int, int, int, int]]] = [None] * len(levels)
         # per level: its cuts over the whole text, once computed (``None``: not worth it)
         self._all: Dict[int, Optional[List[int]]] = {}
 
@@ -438,31 +516,63 @@ class _Finder:
             return a, j + 1
         return (a, phi) if hi == phi - 1 else None
 
-    def _from_last_query(self, li: int, plo: int, phi: int, x: int, m: int) -> Optional[Span]:
-        """The segment around ``x`` from the last query of level ``li`` in this parent, when both
-        of its ends lie in that query's trusted zone (cuts farther than ``m`` from a window edge,
-        or at the parent's edge); ``None`` otherwise.  Serves the overlap start from the query
-        made for the chunk end."""
-        cached = self._win.get((li, plo, phi))
-        if cached is None:
-            return None
-        qlo, qhi, bs = cached
-        tlo = plo if qlo == plo else qlo + m
-        thi = phi if qhi == phi else qhi - m
-        if not tlo <= x < thi:
-            return None
-        i = bisect.bisect_right(bs, x)
-        a = bs[i - 1] if i > 0 and bs[i - 1] >= tlo else (plo if tlo == plo else None)
-        b = bs[i] if i < len(bs) and bs[i] <= thi else (phi if thi == phi else None)
-        return (a, b) if a is not None and b is not None else None
+    def _block_around(self, sep: str, plo: int, phi: int, x: int) -> Span:
+        """The block of the parent ``[plo, phi)`` containing ``x``: from the last cut after an
+        occurrence of ``sep`` at or before ``x`` (else ``plo``) to the first after ``x`` (else ``phi``)."""
+        text = self.text
+        k = len(sep)
+        i = text.rfind(sep, plo, x)  # an occurrence ending at or before x: a cut at i + k <= x
+        j = text.find(sep, max(plo, x - k + 1), phi)  # the first occurrence ending after x
+        return (plo if i == -1 else i + k), (phi if j == -1 else j + k)
 
-    # one widening-window search whose state (window, cache, trusted zone) every branch updates;
-    # split up, that state would travel through helper arguments on the splitter's hot path
-    def segment(self, li: int, plo: int, phi: int, x: int, budget: int, reach: int = -1):  # noqa: C901
+    def _zone(self, li: int, level: Level, plo: int, phi: int, wlo: int, whi: int) -> Tuple[int, int, List[int]]:
+        """``(zlo, zhi, cuts)``: a zone of the parent ``[plo, phi)`` that contains ``[wlo, whi]``, and
+        every cut of level ``li`` in it.  The level is queried with ``margin`` characters of context
+        beyond the zone on each side (none at the parent's edges), and only the cuts with that context
+        are kept.  The zone of the last call (per level and parent) is extended: only the part not yet
+        known is queried (overlapping the known zone by twice the margin, so the joint is covered), so
+        a window that grows, or the next position asked for near the last, costs only the new text."""
+        key = (li, plo, phi)
+        m, text, find = level.margin, self.text, level.find
+        z = self._zones.get(key)
+        if z is None or whi < z[0] or wlo > z[1]:
+            qlo, qhi = max(plo, wlo - m), min(phi, whi + m)
+            zlo = plo if qlo == plo else qlo + m
+            zhi = phi if qhi == phi else qhi - m
+            cuts = [c for c in find(text, qlo, qhi) if zlo <= c <= zhi]
+        else:
+            zlo, zhi, cuts = z
+            if wlo < zlo:
+                qlo = max(plo, wlo - m)
+                nlo = plo if qlo == plo else qlo + m
+                cuts = [c for c in find(text, qlo, min(phi, zlo + m)) if nlo <= c < zlo] + cuts
+                zlo = nlo
+            if whi > zhi:
+                qhi = min(phi, whi + m)
+                nhi = phi if qhi == phi else qhi - m
+                cuts = cuts + [c for c in find(text, max(plo, zhi - m), qhi) if zhi < c <= nhi]
+                zhi = nhi
+        if len(self._zones) > 64:
+            self._zones.clear()
+        self._zones[key] = (zlo, zhi, cuts)
+        return zlo, zhi, cuts
+
+    def _window(self, anchor: int, x: int, back: int, fwd: int) -> Span:
+        """``back`` tokens before ``anchor`` to ``fwd`` tokens after ``x`` (with offsets; else
+        four characters per token, which costs no tokenizer call)."""
+        if self._by_tokens:
+            return self.sizer.back_limit(anchor, back), self.sizer.limit(x, fwd)
+        return anchor - 4 * back, x + 4 * fwd
+
+    # one widening-window search (which side grows depends on which cut is missing)
+    def segment(self, li: int, plo: int, phi: int, x: int, budget: int, reach: int = 0):  # noqa: C901
         """``(a, b, over)``: the segment of level ``li`` around ``x`` inside the parent
-        ``[plo, phi)``, and whether it alone exceeds ``budget``.  ``reach``: a position before ``x``
-        whose segment will be asked for next (the overlap start); the first window reaches back to
-        it, so that answer comes from this query's trusted zone."""
+        ``[plo, phi)``, and whether it alone exceeds ``budget``.  ``reach``: tokens before ``x``
+        whose segment will be asked for next (the overlap); the first window reaches back over
+        them, so that answer needs no new query."""
+        memo = self._memo[li]
+        if memo is not None and memo[2] <= x < memo[3] and memo[0] == plo and memo[1] == phi:
+            return memo[2], memo[3], memo[4] > budget
         level = self.levels[li]
         if li in self._all:
             cuts = self._all[li]
@@ -472,7 +582,9 @@ class _Finder:
             i = bisect.bisect_right(cuts, x)
             lo = cuts[i - 1] if i > 0 and cuts[i - 1] > plo else plo
             hi = cuts[i] if i < len(cuts) and cuts[i] < phi else phi
-            return lo, hi, self.sizer.tokens(lo, hi) > budget
+            ntok = self.sizer.tokens(lo, hi)
+            self._memo[li] = (plo, phi, lo, hi, ntok)
+            return lo, hi, ntok > budget
         if isinstance(level, SeparatorLevel) and len(level.sep) == 1:
             around = self._around_char(level.sep, plo, phi, x)
             if around is not None:
@@ -480,52 +592,49 @@ class _Finder:
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
-        back, fwd, m = self.BACK, self.FWD, level.margin
-        known = self._from_last_query(li, plo, phi, x, m)
-        if known is not None:
-            return known[0], known[1], sizer.tokens(known[0], known[1]) > budget
-        if 0 <= reach < x:
-            back = max(back, x - reach + back)
+        if level.block:
+            bl, bh = self._block_around(level.block, plo, phi, x)
+            if bh - bl <= self.BLOCK_CHARS:
+                key = (li, bl, bh)
+                bs = self._blocks.get(key)
+                if bs is None:
+                    if len(self._blocks) > 64:
+                        self._blocks.clear()
+                    bs = self._blocks[key] = level.find(self.text, bl, bh)
+                i = bisect.bisect_right(bs, x)
+                a = bs[i - 1] if i > 0 else bl
+                b = bs[i] if i < len(bs) else bh
+                ntok = sizer.tokens(a, b)
+                self._memo[li] = (plo, phi, a, b, ntok)
+                return a, b, ntok > budget
+            plo, phi = bl, bh  # a long block: windows inside it (its edges are cuts)
+        z = self._zones.get((li, plo, phi))
+        if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
+            wlo = whi = x
+        else:
+            anchor = sizer.back_limit(x, reach) if reach > 0 and self._by_tokens else x - 4 * reach
+            wlo, whi = self._window(min(x, max(plo, anchor)), x, self.BACK_TOKENS, self.FWD_TOKENS)
+        back, fwd = self.BACK_TOKENS, self.FWD_TOKENS
         while True:
-            wlo = max(plo, x - back)
-            whi = min(phi, x + fwd)
-            qlo = max(plo, wlo - m)
-            qhi = min(phi, whi + m)
-            cached = self._win.get((li, plo, phi))
-            if cached is not None and cached[0] <= qlo and qhi <= cached[1]:
-                # reuse a wider earlier query; its trusted zone must contain ours
-                qlo, qhi = cached[0], cached[1]
-                bs = cached[2]
-            else:
-                bs = level.find(self.text, qlo, qhi)
-                if len(self._win) > 64:
-                    self._win.clear()
-                self._win[(li, plo, phi)] = (qlo, qhi, bs)
-            tlo = plo if qlo == plo else min(wlo, qlo + m)
-            thi = phi if qhi == phi else max(whi, qhi - m)
+            zlo, zhi, bs = self._zone(li, level, plo, phi, max(plo, wlo), min(phi, whi))
             i = bisect.bisect_right(bs, x)
-            a: Optional[int] = None
-            b: Optional[int] = None
-            if i > 0 and bs[i - 1] >= tlo:
-                a = bs[i - 1]
-            elif tlo == plo:
-                a = plo
-            if i < len(bs) and bs[i] <= thi:
-                b = bs[i]
-            elif thi == phi:
-                b = phi
+            a: Optional[int] = bs[i - 1] if i > 0 else (plo if zlo == plo else None)
+            b: Optional[int] = bs[i] if i < len(bs) else (phi if zhi == phi else None)
             if a is not None and b is not None:
                 return a, b, sizer.tokens(a, b) > budget
-            if a is None and sizer.tokens(tlo, x) > budget:
+            if a is None and sizer.tokens(zlo, x) > budget:
                 return (plo, b if b is not None else phi, True)
-            if b is None and sizer.tokens(x, thi) > budget:
+            if b is None and sizer.tokens(x, zhi) > budget:
                 return (a if a is not None else plo, phi, True)
+            # grow the missing side beyond the zone, by more each time
             if a is None:
-                back *= 4
+                back *= 2
+                wlo = self._window(zlo, zlo, back, 0)[0]
             if b is None:
-                fwd *= 4
+                fwd *= 2
+                whi = self._window(zhi, zhi, 0, fwd)[1]
 
-    def unit_at(self, x: int, budget: int, reach: int = -1) -> Span:
+    def unit_at(self, x: int, budget: int, reach: int = 0) -> Span:
         plo, phi = 0, self.n
         for li in range(len(self.levels)):
             a, b, over = self.segment(li, plo, phi, x, budget, reach)
@@ -536,19 +645,30 @@ class _Finder:
         return max(a, plo), min(b, phi)
 
 
+#: chunks chosen before they are counted exactly together (a chunk over budget, rare, makes the
+#: packer choose again the ones after it: at most this many)
+_COUNT_BATCH = 16
+
+
 # the packing loop (fit, shrink, overlap, advance) shares its cursor state between branches;
 # kept as one function so its invariants read in one place (pinned by the property tests)
 def pack_spans(  # noqa: C901
     text: str,
     levels: Sequence[Level],
     sizer,
-    counter: ExactCounter,
+    counter: SpanCounter,
     chunk_size: int,
     chunk_overlap: int,
     wrappers: Sequence[Tuple[str, str]] = (("", ""),),
 ) -> List[Span]:
     """Pack ``text`` into whitespace-stripped spans of at most ``chunk_size`` tokens each,
     counted on ``prefix + chunk + suffix`` for every ``(prefix, suffix)`` in ``wrappers``.
+
+    Chunks are chosen optimistically (each as if its exact count fits) and then counted exactly
+    all together (:meth:`ExactCounter.first_over`); from the first one over budget, packing
+    resumes from the cursor state that chunk was chosen in, this time counting and shrinking it
+    at once, exactly as a packer that counts every chunk when it chooses it.  The spans are the
+    same; the exact counts run in one batch.
 
     Raises ``ValueError`` when not even one token fits next to the wrappers.
     """
@@ -562,60 +682,81 @@ def pack_spans(  # noqa: C901
         raise ValueError(f"no room for text: wrappers take {overhead} tokens of chunk_size {chunk_size}")
     overlap = min(chunk_overlap, budget - 1) if budget > 1 else 0
     finder = _Finder(text, levels, sizer)
+    wrappers = list(wrappers)
     spans: List[Span] = []
-    s = first
-    prev_end = -1
-    while s < end_all:
-        bud = budget
-        while True:
-            L = sizer.limit(s, bud)
-            if L >= end_all:
-                e = end_all
-            else:
-                reach = sizer.back_limit(L, overlap) if overlap > 0 else -1
-                u0, _ = finder.unit_at(L, budget if bud == budget else bud, reach)
-                e = u0 if u0 > s else L
-            if e <= prev_end and s < prev_end:
-                # overlap left no room for new text: start after the previous chunk instead
-                s = prev_end
-                while s < end_all and text[s].isspace():
-                    s += 1
-                bud = budget
-                if s >= end_all:
+    states: List[Tuple[int, int]] = []  # per span: the cursor state (s, prev_end) it was chosen in
+    checked = 0  # spans[:checked] are counted exactly and fit
+    s, prev_end = first, -1
+    exact_at: Optional[Tuple[int, int]] = None  # the state whose chunk must be counted at once
+    while True:
+        done = True  # the text is packed to its end (else: a batch of chunks to count first)
+        while s < end_all:
+            if len(spans) - checked >= _COUNT_BATCH:
+                done = False
+                break
+            state = (s, prev_end)
+            exact = state == exact_at
+            bud = budget
+            while True:
+                # a chunk starting inside a token (tiktoken's " word" when the chunk starts at "w")
+                # re-tokenizes that piece: one token more than the size model counts from ``s``
+                L = sizer.limit(s, bud - sizer.straddles(s)) if bud > 1 else sizer.limit(s, bud)
+                if L >= end_all:
+                    e = end_all
+                else:
+                    u0, _ = finder.unit_at(L, bud, overlap)
+                    e = u0 if u0 > s else L
+                if e <= prev_end and s < prev_end:
+                    # overlap left no room for new text: start after the previous chunk instead
+                    s = prev_end
+                    while s < end_all and text[s].isspace():
+                        s += 1
+                    bud = budget
+                    if s >= end_all:
+                        break
+                    continue
+                cs, ce = strip_span(text, s, e)
+                if cs >= ce or not exact:
                     break
-                continue
-            cs, ce = strip_span(text, s, e)
-            if cs >= ce:
+                worst = counter.worst_count(cs, ce, wrappers)
+                if worst <= chunk_size:
+                    break
+                excess = worst - chunk_size
+                bud = min(bud - 1, sizer.tokens(s, e) - excess)
+                if bud <= 0:
+                    raise ValueError(
+                        f"cannot fit text at char {s} into chunk_size {chunk_size} "
+                        f"(wrappers take {overhead} tokens; one character may need several tokens)"
+                    )
+            if s >= end_all:
                 break
-            if len(wrappers) == 1:
-                worst = counter.count(cs, ce, wrappers[0][0], wrappers[0][1])
-            else:
-                worst = max(counter.count(cs, ce, p, sf) for p, sf in wrappers)
-            if worst <= chunk_size:
+            if cs < ce:
+                spans.append((cs, ce))
+                states.append(state)
+                if exact:
+                    checked = len(spans)
+            if e >= end_all:
                 break
-            excess = worst - chunk_size
-            bud = min(bud - 1, sizer.tokens(s, e) - excess)
-            if bud <= 0:
-                raise ValueError(
-                    f"cannot fit text at char {s} into chunk_size {chunk_size} "
-                    f"(wrappers take {overhead} tokens; one character may need several tokens)"
-                )
-        if s >= end_all:
-            break
-        if cs < ce:
-            spans.append((cs, ce))
-        if e >= end_all:
-            break
-        nxt = e
-        if overlap > 0 and cs < ce:
-            X = sizer.back_limit(e, overlap)
-            if s < X < e:
-                u0, u1 = finder.unit_at(X, budget)
-                o = X if u0 == X else u1
-                if s < o < e:
-                    nxt = o
-        prev_end = e
-        while nxt < end_all and text[nxt].isspace():
-            nxt += 1
-        s = nxt
-    return spans
+            nxt = e
+            if overlap > 0 and cs < ce:
+                X = sizer.back_limit(e, overlap)
+                if s < X < e:
+                    u0, u1 = finder.unit_at(X, budget)
+                    o = X if u0 == X else u1
+                    if s < o < e:
+                        nxt = o
+            prev_end = e
+            while nxt < end_all and text[nxt].isspace():
+                nxt += 1
+            s = nxt
+        bad = counter.first_over(spans[checked:], wrappers, chunk_size)
+        if bad is None:
+            if done:
+                return spans
+            checked = len(spans)
+            continue
+        # resume from the state the first chunk over budget was chosen in, counting it at once
+        bad += checked
+        s, prev_end = exact_at = states[bad]
+        del spans[bad:], states[bad:]
+        checked = bad

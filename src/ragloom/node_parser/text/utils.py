@@ -146,6 +146,7 @@ class CutsLevel:
 
     windowed = True
     margin = 0
+    block = ""
 
     def __init__(self, cuts: Sequence[int], name: str = "cuts") -> None:
         self.cuts = list(cuts)
