@@ -37,15 +37,19 @@ _EXPECTED_SHA256 = {
 }
 _LOCK = threading.Lock()
 
-# Positions where cutting a string provably does not change tiktoken's pre-tokenization
-# for cl100k_base and o200k_base: a letter, then one of these characters, then a letter.
-# The letter run on the left ends there (possessive / no apostrophe contraction) and the
-# piece on the right starts there ("<c><letters>") whatever precedes it, so
-# tokens(x[a:b]) == tokens(x[a:h]) + tokens(x[h:b]) for such h.  Used by the span engine
-# to verify chunk sizes exactly by re-encoding only the chunk edges (checked by hypothesis in
-# ``tests/node_parser/test_properties.py``).
-SAFE_SPLIT = regex.compile(r"(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
-SAFE_SPLIT_REVERSE = regex.compile(r"(?r)(?<=\p{L})[ ,.;:!?，、。；：？！](?=\p{L})")
+# Positions where cutting a string does not change tiktoken's pre-tokenization for cl100k_base
+# and o200k_base: the character at h is neither a letter, a digit, a combining mark nor an
+# apostrophe, and the one before it is a letter or a digit.  On the left, the pre-token ending at
+# h - 1 is a letter run (which a mark would continue in o200k, and an apostrophe contraction would
+# continue in o200k's word pattern) or a digit group (counted from the run's start, which the cut
+# does not move), and no pattern carries it over the character at h; on the right, both patterns
+# have no look-behind, so the pre-token starting at h is the same whatever precedes it.  So
+# tokens(x[a:b]) == tokens(x[a:h]) + tokens(x[h:b]) for such h.  Used by the span engine to verify
+# chunk sizes exactly by re-encoding only the chunk edges: a chunk's edge runs to the first such
+# position, usually the end of its first word (checked by hypothesis in
+# ``tests/node_parser/test_properties.py``, for both encodings).
+SAFE_SPLIT = regex.compile(r"(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']")
+SAFE_SPLIT_REVERSE = regex.compile(r"(?r)(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']")
 
 
 def _rank_file(name: str) -> bytes:
