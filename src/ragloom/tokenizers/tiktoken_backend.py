@@ -202,14 +202,14 @@ class TiktokenTokenizer(BaseTokenizer):
         ascii_text = text.isascii()
         # ASCII: one byte per character, so starts are the running sum of token byte lengths
         table = self._lens32 if ascii_text else self._leads32
-        per_token = np.take(table, ids)
+        per_token = np.take(table, ids, mode="clip")  # ids are in range: no bounds check
         starts = np.cumsum(per_token, dtype=np.int64 if wide else np.int32)
         starts -= per_token
         if not ascii_text:
             # char index of a token's first byte = UTF-8 lead bytes up to and including it, minus
             # one (a token starting inside a multi-byte character maps to that character, as in
             # ``_starts_ends``); lone surrogates were encoded as U+FFFD, one character each
-            starts += np.take(self._first32, ids)
+            starts += np.take(self._first32, ids, mode="clip")
             starts -= 1
         return starts
 

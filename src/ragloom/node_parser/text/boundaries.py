@@ -171,7 +171,8 @@ class SentenceLevel:
                 out.append(p)
             prev = p
             i = text.find("\n\n", i + 1, hi)
-        out.extend(find_block(text, prev, hi))
+        if prev < hi:
+            out.extend(find_block(text, prev, hi))
         return out
 
     def _find_block(self, text: str, lo: int, hi: int) -> List[int]:

@@ -439,7 +439,7 @@ class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
     BACK_TOKENS, FWD_TOKENS = 40, 24  # first window around a position (grown x2 while it finds no cut)
-    BLOCK_CHARS = 2048  # a longer block (see :class:`Level`) is searched in windows
+    BLOCK_CHARS = 1024  # a longer block (see :class:`Level`) is searched in windows
     CHAR_REACH = 4096  # how far :meth:`_around_char` looks on each side of a position
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
@@ -516,14 +516,25 @@ class _Finder:
             return a, j + 1
         return (a, phi) if hi == phi - 1 else None
 
-    def _block_around(self, sep: str, plo: int, phi: int, x: int) -> Span:
+    def _block_around(self, sep: str, plo: int, phi: int, x: int) -> Optional[Span]:
         """The block of the parent ``[plo, phi)`` containing ``x``: from the last cut after an
-        occurrence of ``sep`` at or before ``x`` (else ``plo``) to the first after ``x`` (else ``phi``)."""
+        occurrence of ``sep`` at or before ``x`` (else ``plo``) to the first after ``x`` (else
+        ``phi``); ``None`` when it is longer than :attr:`BLOCK_CHARS` (found without looking
+        farther than that on either side)."""
         text = self.text
         k = len(sep)
-        i = text.rfind(sep, plo, x)  # an occurrence ending at or before x: a cut at i + k <= x
-        j = text.find(sep, max(plo, x - k + 1), phi)  # the first occurrence ending after x
-        return (plo if i == -1 else i + k), (phi if j == -1 else j + k)
+        reach = self.BLOCK_CHARS
+        lo = max(plo, x - reach)
+        i = text.rfind(sep, lo, x)  # an occurrence ending at or before x: a cut at i + k <= x
+        if i == -1 and lo > plo:
+            return None
+        a = plo if i == -1 else i + k
+        hi = min(phi, a + reach + k)
+        j = text.find(sep, max(plo, x - k + 1), hi)  # the first occurrence ending after x
+        if j == -1 and hi < phi:
+            return None
+        b = phi if j == -1 else j + k
+        return (a, b) if b - a <= reach else None
 
     def _zone(self, li: int, level: Level, plo: int, phi: int, wlo: int, whi: int) -> Tuple[int, int, List[int]]:
         """``(zlo, zhi, cuts)``: a zone of the parent ``[plo, phi)`` that contains ``[wlo, whi]``, and
@@ -592,22 +603,22 @@ class _Finder:
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
-        if level.block:
-            bl, bh = self._block_around(level.block, plo, phi, x)
-            if bh - bl <= self.BLOCK_CHARS:
-                key = (li, bl, bh)
-                bs = self._blocks.get(key)
-                if bs is None:
-                    if len(self._blocks) > 64:
-                        self._blocks.clear()
-                    bs = self._blocks[key] = level.find(self.text, bl, bh)
-                i = bisect.bisect_right(bs, x)
-                a = bs[i - 1] if i > 0 else bl
-                b = bs[i] if i < len(bs) else bh
-                ntok = sizer.tokens(a, b)
-                self._memo[li] = (plo, phi, a, b, ntok)
-                return a, b, ntok > budget
-            plo, phi = bl, bh  # a long block: windows inside it (its edges are cuts)
+        block = self._block_around(level.block, plo, phi, x) if level.block else None
+        if block is not None:  # the block around x, queried whole (once: the overlap start reuses it)
+            bl, bh = block
+            key = (li, bl, bh)
+            bs = self._blocks.get(key)
+            if bs is None:
+                if len(self._blocks) > 64:
+                    self._blocks.clear()
+                bs = self._blocks[key] = level.find(self.text, bl, bh)
+            i = bisect.bisect_right(bs, x)
+            a = bs[i - 1] if i > 0 else bl
+            b = bs[i] if i < len(bs) else bh
+            ntok = sizer.tokens(a, b)
+            self._memo[li] = (plo, phi, a, b, ntok)
+            return a, b, ntok > budget
+        # windows (a level without blocks, or a block too long to query whole)
         z = self._zones.get((li, plo, phi))
         if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
             wlo = whi = x
