@@ -212,3 +212,78 @@ def test_format_parser_nodes_equal_plain_forms(prev_next):
                 assert n.relationships[NodeRelationship.NEXT] == nodes[i + 1].as_related_node_info()
         else:
             assert set(n.relationships) == {NodeRelationship.SOURCE}
+
+
+# -- chunks counted in batches; counts proved by bytes; sentence cuts per block --------------------
+
+BATCH_SPLITTERS = [
+    lambda: SentenceSplitter(chunk_size=40, chunk_overlap=10, tokenizer="cl100k_base"),
+    lambda: TokenTextSplitter(chunk_size=30, chunk_overlap=6, tokenizer="cl100k_base"),
+    lambda: SentenceSplitter(chunk_size=48, chunk_overlap=8, tokenizer="o200k_base"),
+    lambda: SentenceSplitter(chunk_size=50, chunk_overlap=10),  # default (HF WordPiece) tokenizer
+]
+
+
+def _nodes(splitter, text, batch):
+    orig = engine._COUNT_BATCH
+    engine._COUNT_BATCH = batch
+    try:
+        doc = Document(text=text, id_="d", metadata={"title": "t " * 5, "file_name": "a b.md"})
+        return [(n.start_char_idx, n.end_char_idx) for n in splitter.get_nodes_from_documents([doc])]
+    finally:
+        engine._COUNT_BATCH = orig
+
+
+@given(text=any_text, which=st.integers(0, len(BATCH_SPLITTERS) - 1))
+@settings(max_examples=150, deadline=None)
+def test_counting_chunks_in_batches_equals_counting_each_one(text, which):
+    """The packer chooses up to ``_COUNT_BATCH`` chunks before counting them exactly; a chunk over
+    budget sends it back to the state that chunk was chosen in.  The nodes are those of a packer
+    that counts every chunk as it chooses it (batch of 1), metadata wrappers included."""
+    splitter = BATCH_SPLITTERS[which]()
+    assert _nodes(splitter, text, 16) == _nodes(splitter, text, 1)
+
+
+def test_counting_chunks_in_batches_on_real_text(real_texts):
+    for make in BATCH_SPLITTERS[:2]:
+        splitter = make()
+        for text in real_texts[::3]:
+            assert _nodes(splitter, text[:12000], 16) == _nodes(splitter, text[:12000], 1)
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@given(text=any_text, data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_first_over_equals_exact_counts(name, text, data):
+    """``ExactCounter.first_over`` (edges bounded by their UTF-8 bytes, encoded only when the bound
+    does not prove a fit) finds the same first span over the limit as counting every wrapped span."""
+    from ragloom.tokenizers import get_tokenizer
+
+    tok = get_tokenizer(name)
+    sizer = engine.make_sizers(tok, [text])[0]
+    counter = engine.ExactCounter(tok, sizer)
+    n = len(text)
+    spans = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        a = data.draw(st.integers(0, n))
+        spans.append((a, data.draw(st.integers(a, n))))
+    wrappers = data.draw(st.sampled_from([[("", "")], [("title: a b\n\n", "")], [("", ""), ("x: 中文\n\n", "\n\ny")]]))
+    limit = data.draw(st.integers(0, 80))
+    exact = [max(tok.count(p + text[a:b] + s) for p, s in wrappers) for a, b in spans]
+    want = next((k for k, c in enumerate(exact) if c > limit), None)
+    assert counter.first_over(spans, wrappers, limit) == want
+
+
+@given(text=st.lists(st.sampled_from(ALPHABET + ["\n\n", "\n\n\n\n", "Mr. Smith left.", "\n"]), max_size=200).map("".join))
+@settings(max_examples=200, deadline=None)
+def test_sentence_cuts_are_local_to_blocks(text):
+    """The sentence level cuts after every blank line (each ``"\\n\\n"``), and its cuts inside a
+    block are those of the block alone: the engine can query a block whole, whatever window."""
+    level = SentenceLevel()
+    n = len(text)
+    whole = level.find(text, 0, n)
+    edges = sorted({i + 2 for i in range(n - 1) if text.startswith("\n\n", i)} - {n})
+    assert set(edges) <= set(whole)
+    bounds = [0] + edges + [n]
+    for lo, hi in zip(bounds, bounds[1:]):
+        assert level.find(text, lo, hi) == [c for c in whole if lo < c < hi]

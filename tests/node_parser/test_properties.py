@@ -55,7 +55,11 @@ def texts(draw):
     return "".join(draw(st.lists(piece, max_size=150)))
 
 
-TOKENIZERS = {"hf": get_default_tokenizer, "cl100k": lambda: get_tokenizer("cl100k_base")}
+TOKENIZERS = {
+    "hf": get_default_tokenizer,
+    "cl100k": lambda: get_tokenizer("cl100k_base"),
+    "o200k": lambda: get_tokenizer("o200k_base"),
+}
 
 
 def _make(kind, tok_name, chunk_size, overlap):
@@ -149,7 +153,7 @@ def test_split_text_within_budget_no_metadata(text, chunk_size):
 HOSTILE = st.sampled_from(["[MASK]", "[CLS]x", "a]b", "##", "x" * 120, "ǅ", "İ", "\u00a8", "\u0301", "\x00", "\r\n"])
 
 
-@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k", "o200k"])
 @given(text=texts(), extra=st.lists(HOSTILE, max_size=6), data=st.data())
 @settings(max_examples=100, deadline=None)
 def test_exact_counter_edges_match_full_count(tok_name, text, extra, data):
@@ -169,7 +173,7 @@ def test_exact_counter_edges_match_full_count(tok_name, text, extra, data):
         assert counter.count(a, b, prefix, suffix) == tok.count(prefix + text[a:b] + suffix)
 
 
-@pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
+@pytest.mark.parametrize("tok_name", ["hf", "cl100k", "o200k"])
 @given(text=texts(), extra=st.lists(HOSTILE, max_size=6))
 @settings(max_examples=150, deadline=None)
 def test_safe_split_positions_keep_the_count(tok_name, text, extra):
