@@ -14,22 +14,28 @@ How it works
    ``L``, the furthest token boundary within budget.  The chunk ends at the start of
    the *flattened unit* containing ``L``: the highest-level segment around ``L`` that
    fits the budget, descending a level only when that segment alone exceeds it (the
-   flattened unit list is never materialised; boundary providers are queried in small
-   windows around ``L``, so e.g. sentence segmentation runs on a fraction of the text).
+   flattened unit list is never materialised; boundary providers are queried around ``L``
+   only: a level with blocks (the sentence level: text between blank lines) one whole block
+   at a time, others in windows measured in tokens, so e.g. sentence segmentation runs on a
+   fraction of the text).  A chunk starting inside a token (tiktoken's " word" cut at "w")
+   gets one token less: that piece re-tokenizes into a token the size model does not count.
    The token level is last: a unit that cannot fit is cut at token boundaries.
 3. **Overlap** is by whole units: the next chunk starts at the first unit boundary at or
    after the position ``chunk_overlap`` tokens before the chunk end.
 4. **Exact verification.**  Every emitted chunk is re-counted exactly, wrapped with the
-   metadata text that will be embedded with it.  Counts of a concatenation can differ
-   from counts in the whole-document tokenization at the edges, so a chunk over budget is
-   shrunk and re-packed; nothing over budget is ever emitted.  For tiktoken encodings
-   only the chunk edges are re-encoded (cut at positions that provably do not change the
-   pre-tokenization, see ``BaseTokenizer.safe_split``; both edges in one call when they
-   join at such a position); other tokenizers re-encode the chunk.
+   metadata text that will be embedded with it, in batches of up to ``_COUNT_BATCH`` chunks.
+   Counts of a concatenation can differ from counts in the whole-document tokenization at
+   the edges, so a chunk over budget is shrunk and re-packed (from the state it was chosen
+   in); nothing over budget is ever emitted.  With a tokenizer declaring cut-safe positions
+   (``BaseTokenizer.safe_split``: tiktoken, BERT-style pipelines) only the chunk edges are
+   re-encoded (both in one call when they join at such a position), and with a byte-level
+   one (``byte_level``) not even those when the edges' UTF-8 bytes fit the room left;
+   other tokenizers re-encode the chunk.
 
 The engine reads a tokenizer only through what :class:`~ragloom.tokenizers.BaseTokenizer`
 declares (``token_starts_batch``, ``count``, ``safe_split``/``safe_split_reverse``,
-``encode_ordinary``); :func:`~ragloom.tokenizers.get_tokenizer` adapts anything else.
+``encode_ordinary``, ``byte_level``); :func:`~ragloom.tokenizers.get_tokenizer` adapts
+anything else.
 """
 
 from __future__ import annotations
@@ -613,11 +619,11 @@ class _Finder:
                     self._blocks.clear()
                 bs = self._blocks[key] = level.find(self.text, bl, bh)
             i = bisect.bisect_right(bs, x)
-            a = bs[i - 1] if i > 0 else bl
-            b = bs[i] if i < len(bs) else bh
-            ntok = sizer.tokens(a, b)
-            self._memo[li] = (plo, phi, a, b, ntok)
-            return a, b, ntok > budget
+            ba = bs[i - 1] if i > 0 else bl
+            bb = bs[i] if i < len(bs) else bh
+            ntok = sizer.tokens(ba, bb)
+            self._memo[li] = (plo, phi, ba, bb, ntok)
+            return ba, bb, ntok > budget
         # windows (a level without blocks, or a block too long to query whole)
         z = self._zones.get((li, plo, phi))
         if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
