@@ -74,7 +74,7 @@ class Level(Protocol):
     context, ``margin``); others are always called on the whole parent segment.  A provider with
     a ``block`` separator also cuts after each occurrence of it, and its cuts between two of them
     depend only on the text between them: the engine then queries the block around a position
-    whole (when it is at most :attr:`_Finder.BLOCK_CHARS` long), and the answer depends on no
+    whole (when it is at most :attr:`_Finder.BLOCK_TOKENS` long), and the answer depends on no
     window.  ``block = ""``: no such guarantee.
     """
 
@@ -90,14 +90,20 @@ class Level(Protocol):
 
 
 class OffsetSizer:
-    """Token counts of spans from the character starts of the document's tokens."""
+    """Token counts of spans from the character starts of the document's tokens.
+
+    ``max_per_char``: at most that many tokens start in any one character (4 for a byte-level
+    tokenizer: a character is at most 4 UTF-8 bytes), so ``tokens(a, b) <= (b - a) * max_per_char``;
+    ``0``: no such bound.
+    """
 
     exact_edges = True
 
-    def __init__(self, text: str, starts: Sequence[int]) -> None:
+    def __init__(self, text: str, starts: Sequence[int], max_per_char: int = 0) -> None:
         self.text = text
         self.n = len(text)
         self.st = starts
+        self.max_per_char = max_per_char
 
     def tokens(self, a: int, b: int) -> int:
         st = self.st
@@ -148,6 +154,7 @@ class CallSizer:
     """Token counts of spans by calling the tokenizer on them (no offsets available)."""
 
     exact_edges = False
+    max_per_char = 0
 
     def __init__(self, text: str, count: Callable[[str], int]) -> None:
         self.text = text
@@ -219,6 +226,8 @@ class LimitSizer:
     verification counts tokens only (lines and characters are exact here).  ``chars`` counts
     ``prefix_width`` more per line when lines are shown with a prefix (``"42|"``).
     """
+
+    max_per_char = 0  # a size is also scaled lines and characters: no per-character bound
 
     def __init__(
         self, tokens: Sizer, room: int, max_lines: int, max_chars: int, prefix_width: int = 0
@@ -302,7 +311,8 @@ def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
     ``tokenizer.count`` when the tokenizer reports no offsets (``None``)."""
     all_starts = tokenizer.token_starts_batch(list(texts))
     if all_starts is not None:
-        return [OffsetSizer(t, s) for t, s in zip(texts, all_starts, strict=True)]
+        per_char = 4 if tokenizer.byte_level else 0  # a byte-level token holds at least one byte
+        return [OffsetSizer(t, s, per_char) for t, s in zip(texts, all_starts, strict=True)]
     return [CallSizer(t, tokenizer.count) for t in texts]
 
 
@@ -445,7 +455,7 @@ class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
     BACK_TOKENS, FWD_TOKENS = 40, 24  # first window around a position (grown x2 while it finds no cut)
-    BLOCK_CHARS = 1024  # a longer block (see :class:`Level`) is searched in windows
+    BLOCK_TOKENS = 8192  # a longer block (see :class:`Level`) is searched in windows (about: see __init__)
     CHAR_REACH = 4096  # how far :meth:`_around_char` looks on each side of a position
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
@@ -458,10 +468,14 @@ class _Finder:
         # query made for another parent may start before this parent, and its cuts there are not ours
         self._zones: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
         self._by_tokens = isinstance(sizer, OffsetSizer)  # windows measured in tokens (else chars)
+        # BLOCK_TOKENS in characters: at the text's characters per token (else four)
+        per_token = self.n / max(1, len(sizer.st)) if isinstance(sizer, OffsetSizer) else 4.0
+        self._block_chars = max(64, int(self.BLOCK_TOKENS * per_token))
         self._blocks: Dict[Tuple[int, int, int], List[int]] = {}  # (level, block start, end) -> its cuts
         # per level: its last segment found from a whole-text cut list or a whole block, which
-        # answers any position inside it: (parent start, parent end, start, end, tokens)
-        self._memo: List[Optional[Tuple[int, int, int, int, int]]] = [None] * len(levels)
+        # answers any position inside it: (parent start, parent end, start, end, size, exact), the
+        # size its token count (exact) or an upper bound of it (see :meth:`_remember`)
+        self._memo: List[Optional[Tuple[int, int, int, int, int, bool]]] = [None] * len(levels)
         # per level: its cuts over the whole text, once computed (``None``: not worth it)
         self._all: Dict[int, Optional[List[int]]] = {}
 
@@ -475,7 +489,7 @@ class _Finder:
         i = bisect.bisect_right(bs, x)
         a = bs[i - 1] if i > 0 else plo
         b = bs[i] if i < len(bs) else phi
-        return a, b, self.sizer.tokens(a, b) > budget
+        return a, b, self._over(a, b, budget)
 
     def _all_cuts(self, li: int, level: Level) -> Optional[List[int]]:
         """Every cut of a literal separator level in the whole text (``None``: not worth it).
@@ -525,11 +539,11 @@ class _Finder:
     def _block_around(self, sep: str, plo: int, phi: int, x: int) -> Optional[Span]:
         """The block of the parent ``[plo, phi)`` containing ``x``: from the last cut after an
         occurrence of ``sep`` at or before ``x`` (else ``plo``) to the first after ``x`` (else
-        ``phi``); ``None`` when it is longer than :attr:`BLOCK_CHARS` (found without looking
-        farther than that on either side)."""
+        ``phi``); ``None`` when it is longer than :attr:`BLOCK_TOKENS` (in characters, at the text's
+        average characters per token; found without looking farther than that on either side)."""
         text = self.text
         k = len(sep)
-        reach = self.BLOCK_CHARS
+        reach = self._block_chars
         lo = max(plo, x - reach)
         i = text.rfind(sep, lo, x)  # an occurrence ending at or before x: a cut at i + k <= x
         if i == -1 and lo > plo:
@@ -541,6 +555,33 @@ class _Finder:
             return None
         b = phi if j == -1 else j + k
         return (a, b) if b - a <= reach else None
+
+    def _over(self, a: int, b: int, budget: int) -> bool:
+        """``tokens(a, b) > budget``, without bisecting when ``(b - a) * max_per_char`` fits."""
+        k = self.sizer.max_per_char
+        if k and (b - a) * k <= budget:
+            return False
+        return self.sizer.tokens(a, b) > budget
+
+    def _remember(self, li: int, plo: int, phi: int, a: int, b: int, budget: int) -> bool:
+        """Whether the segment ``[a, b)`` of level ``li`` exceeds ``budget``; the segment is kept as
+        the level's memo with its size: the token count, or only a bound when the bound alone
+        proves it fits (``(b - a) * max_per_char``, no bisection)."""
+        k = self.sizer.max_per_char
+        if k and (b - a) * k <= budget:
+            self._memo[li] = (plo, phi, a, b, (b - a) * k, False)
+            return False
+        ntok = self.sizer.tokens(a, b)
+        self._memo[li] = (plo, phi, a, b, ntok, True)
+        return ntok > budget
+
+    def _memo_over(self, li: int, memo: Tuple[int, int, int, int, int, bool], budget: int) -> bool:
+        size, exact = memo[4], memo[5]
+        if size <= budget:
+            return False
+        if exact:
+            return True
+        return self._remember(li, memo[0], memo[1], memo[2], memo[3], budget)
 
     def _zone(self, li: int, level: Level, plo: int, phi: int, wlo: int, whi: int) -> Tuple[int, int, List[int]]:
         """``(zlo, zhi, cuts)``: a zone of the parent ``[plo, phi)`` that contains ``[wlo, whi]``, and
@@ -589,7 +630,7 @@ class _Finder:
         them, so that answer needs no new query."""
         memo = self._memo[li]
         if memo is not None and memo[2] <= x < memo[3] and memo[0] == plo and memo[1] == phi:
-            return memo[2], memo[3], memo[4] > budget
+            return memo[2], memo[3], self._memo_over(li, memo, budget)
         level = self.levels[li]
         if li in self._all:
             cuts = self._all[li]
@@ -599,13 +640,11 @@ class _Finder:
             i = bisect.bisect_right(cuts, x)
             lo = cuts[i - 1] if i > 0 and cuts[i - 1] > plo else plo
             hi = cuts[i] if i < len(cuts) and cuts[i] < phi else phi
-            ntok = self.sizer.tokens(lo, hi)
-            self._memo[li] = (plo, phi, lo, hi, ntok)
-            return lo, hi, ntok > budget
+            return lo, hi, self._remember(li, plo, phi, lo, hi, budget)
         if isinstance(level, SeparatorLevel) and len(level.sep) == 1:
             around = self._around_char(level.sep, plo, phi, x)
             if around is not None:
-                return around[0], around[1], self.sizer.tokens(around[0], around[1]) > budget
+                return around[0], around[1], self._over(around[0], around[1], budget)
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
@@ -621,9 +660,7 @@ class _Finder:
             i = bisect.bisect_right(bs, x)
             ba = bs[i - 1] if i > 0 else bl
             bb = bs[i] if i < len(bs) else bh
-            ntok = sizer.tokens(ba, bb)
-            self._memo[li] = (plo, phi, ba, bb, ntok)
-            return ba, bb, ntok > budget
+            return ba, bb, self._remember(li, plo, phi, ba, bb, budget)
         # windows (a level without blocks, or a block too long to query whole)
         z = self._zones.get((li, plo, phi))
         if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
@@ -638,10 +675,10 @@ class _Finder:
             a: Optional[int] = bs[i - 1] if i > 0 else (plo if zlo == plo else None)
             b: Optional[int] = bs[i] if i < len(bs) else (phi if zhi == phi else None)
             if a is not None and b is not None:
-                return a, b, sizer.tokens(a, b) > budget
-            if a is None and sizer.tokens(zlo, x) > budget:
+                return a, b, self._over(a, b, budget)
+            if a is None and self._over(zlo, x, budget):
                 return (plo, b if b is not None else phi, True)
-            if b is None and sizer.tokens(x, zhi) > budget:
+            if b is None and self._over(x, zhi, budget):
                 return (a if a is not None else plo, phi, True)
             # grow the missing side beyond the zone, by more each time
             if a is None:
