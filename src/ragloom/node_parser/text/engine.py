@@ -381,30 +381,42 @@ class ExactCounter(SpanCounter):
             memo[wrapper] = got
         return got
 
+    def _edges(self, a: int, b: int, prefix: str, suffix: str) -> Optional[Tuple[int, str, str]]:
+        """``(known, left, right)`` with ``count(a, b, prefix, suffix) == known + count(left) +
+        count(right)``: the tokens known from the size model between the first and the last safe
+        position, and the edges around them (wrappers included); ``None`` when the fast path does
+        not apply (no safe positions, or a chunk of 64 characters or less)."""
+        text = self.text
+        if self.safe is None or self.safe_rev is None or b - a <= 64:
+            return None
+        m = self.safe.search(text, a + 1, b)
+        if m is None:
+            return None
+        h = m.start()
+        # the forward match at ``h`` is a match in [h, b), so the backward search finds one
+        t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
+        head, head_n = self._wrapper(prefix, True) if prefix else ("", 0)
+        tail, tail_n = self._wrapper(suffix, False) if suffix else ("", 0)
+        return head_n + self.sizer.tokens(h, t) + tail_n, head + text[a:h], text[t:b] + tail
+
     def _parts(self, a: int, b: int, prefix: str, suffix: str) -> Tuple[int, Tuple[str, ...]]:
         """``(known, strings)`` with ``count(a, b, prefix, suffix) == known + sum of the strings' counts``:
         the tokens known from the size model and the edges to encode (the whole wrapped chunk when
         the fast path does not apply)."""
-        text = self.text
-        if self.safe is not None and self.safe_rev is not None and b - a > 64:
-            m = self.safe.search(text, a + 1, b)
-            if m is not None:
-                h = m.start()
-                # the forward match at ``h`` is a match in [h, b), so the backward search finds one
-                t = self.safe_rev.search(text, h, b).start()  # type: ignore[union-attr]
-                head, head_n = self._wrapper(prefix, True) if prefix else ("", 0)
-                tail, tail_n = self._wrapper(suffix, False) if suffix else ("", 0)
-                left = head + text[a:h]
-                right = text[t:b] + tail
-                known = head_n + self.sizer.tokens(h, t) + tail_n
-                # the two edges in one call when their junction is itself a safe position (it is for
-                # tiktoken's pattern: ``left`` ends where a match began, ``right`` starts with it)
-                joined = left + right
-                j = self.safe.search(joined, len(left))
-                if j is not None and j.start() == len(left):
-                    return known, (joined,)
-                return known, (left, right)
-        return 0, (prefix + text[a:b] + suffix,)
+        edges = self._edges(a, b, prefix, suffix)
+        if edges is None:
+            return 0, (prefix + self.text[a:b] + suffix,)
+        known, left, right = edges
+        return known, self._joined(left, right)
+
+    def _joined(self, left: str, right: str) -> Tuple[str, ...]:
+        """The two edges in one string when their junction is itself a safe position (it is for
+        tiktoken's pattern: ``left`` ends where a match began, ``right`` starts with it)."""
+        joined = left + right
+        j = self.safe.search(joined, len(left)) if self.safe is not None else None
+        if j is not None and j.start() == len(left):
+            return (joined,)
+        return (left, right)
 
     def _count_str(self, s: str) -> int:
         return len(self._enc(s)) if self._enc is not None else self.tok.count(s)
@@ -416,24 +428,31 @@ class ExactCounter(SpanCounter):
 
     def first_over(self, spans: Sequence[Span], wrappers: Sequence[Tuple[str, str]], limit: int) -> Optional[int]:
         """The index of the first span whose :meth:`count` with some wrapper exceeds ``limit``
-        (``None``: all fit).  Encodes as little as it can prove: a chunk whose known tokens plus the
-        UTF-8 bytes of its edges are within ``limit`` fits (byte-level BPE never makes more tokens
-        than bytes); the other edges are built first and then encoded in one run (the tokenizer's
-        tables stay in the CPU cache)."""
+        (``None``: all fit).  Encodes as little as it can prove: with a byte-level tokenizer a chunk
+        whose known tokens plus the UTF-8 bytes of its edges are within ``limit`` fits (no token
+        is shorter than a byte); the other edges are built first and then encoded in one run (the
+        tokenizer's tables stay in the CPU cache)."""
         todo: List[Tuple[int, int, Tuple[str, ...]]] = []
         bounded = self._enc is not None and self.tok.byte_level
         for k, (a, b) in enumerate(spans):
             for p, sf in wrappers:
-                known, parts = self._parts(a, b, p, sf)
-                if bounded and len(parts) <= 2:
-                    if known + sum(len(x.encode("utf-8", "surrogatepass")) for x in parts) <= limit:
-                        continue
-                todo.append((k, known, parts))
+                edges = self._edges(a, b, p, sf)
+                if edges is None:
+                    todo.append((k, 0, (p + self.text[a:b] + sf,)))
+                    continue
+                known, left, right = edges
+                if bounded and known + _utf8_len(left) + _utf8_len(right) <= limit:
+                    continue
+                todo.append((k, known, self._joined(left, right)))
         count = self._count_str
         for k, known, parts in todo:
             if known + sum(map(count, parts)) > limit:
                 return k
         return None
+
+
+def _utf8_len(s: str) -> int:
+    return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
 
 
 # -- packer --------------------------------------------------------------------------
@@ -472,6 +491,8 @@ class _Finder:
         per_token = self.n / max(1, len(sizer.st)) if isinstance(sizer, OffsetSizer) else 4.0
         self._block_chars = max(64, int(self.BLOCK_TOKENS * per_token))
         self._blocks: Dict[Tuple[int, int, int], List[int]] = {}  # (level, block start, end) -> its cuts
+        # per level: (parent start, parent end, block start, block end, its cuts) of its last block
+        self._last_block: List[Optional[Tuple[int, int, int, int, List[int]]]] = [None] * len(levels)
         # per level: its last segment found from a whole-text cut list or a whole block, which
         # answers any position inside it: (parent start, parent end, start, end, size, exact), the
         # size its token count (exact) or an upper bound of it (see :meth:`_remember`)
@@ -648,15 +669,22 @@ class _Finder:
         if not level.windowed:
             return self._segment_whole(li, level, plo, phi, x, budget)
         sizer = self.sizer
-        block = self._block_around(level.block, plo, phi, x) if level.block else None
+        last = self._last_block[li]
+        if last is not None and last[2] <= x < last[3] and last[0] == plo and last[1] == phi:
+            block: Optional[Span] = (last[2], last[3])  # the block last queried (the overlap start's, often)
+            bs = last[4]
+        else:
+            block = self._block_around(level.block, plo, phi, x) if level.block else None
+            if block is not None:
+                key = (li, block[0], block[1])
+                bs = self._blocks.get(key)  # type: ignore[assignment]
+                if bs is None:
+                    if len(self._blocks) > 64:
+                        self._blocks.clear()
+                    bs = self._blocks[key] = level.find(self.text, block[0], block[1])
+                self._last_block[li] = (plo, phi, block[0], block[1], bs)
         if block is not None:  # the block around x, queried whole (once: the overlap start reuses it)
             bl, bh = block
-            key = (li, bl, bh)
-            bs = self._blocks.get(key)
-            if bs is None:
-                if len(self._blocks) > 64:
-                    self._blocks.clear()
-                bs = self._blocks[key] = level.find(self.text, bl, bh)
             i = bisect.bisect_right(bs, x)
             ba = bs[i - 1] if i > 0 else bl
             bb = bs[i] if i < len(bs) else bh
