@@ -43,6 +43,7 @@ CJK_TERMINATORS = re.compile(
     rf"[。！？；…!?](?:(?<=[。！？；…])[。！？；…]*|(?<=[{_CJK}][!?])[!?]*)[{re.escape(_CLOSERS)}]*"
 )
 _ASCII_END = re.compile(r"[.!?]")
+_END, _START = re.Match.end, re.Match.start  # mapped over matches: no Python frame per match
 
 
 class SeparatorLevel:
@@ -150,6 +151,11 @@ class SentenceLevel:
         self._sx = sentencex.get_sentence_boundaries
         self._segment = sentencex.segment
 
+    def costly(self, text: str, lo: int, hi: int) -> bool:
+        """Whether :meth:`find` on ``[lo, hi)`` runs sentencex (the text holds ASCII ``.!?``); without
+        it the cuts are one regular-expression pass."""
+        return _ASCII_END.search(text, lo, hi) is not None
+
     def find(self, text: str, lo: int, hi: int) -> List[int]:
         """The cuts ``lo < p < hi``: after every ``"\n\n"`` and at every sentence end inside a block."""
         return self._by_blocks(text, lo, hi, self._find_block)
@@ -180,8 +186,8 @@ class SentenceLevel:
             out: List[int] = []
             self._english(text, lo, hi, out)
             return out
-        ends = [m.end() for m in CJK_TERMINATORS.finditer(text, lo, hi)]
-        ascii_ends = [m.start() for m in _ASCII_END.finditer(text, lo, hi)]
+        ends = list(map(_END, CJK_TERMINATORS.finditer(text, lo, hi)))
+        ascii_ends = list(map(_START, _ASCII_END.finditer(text, lo, hi)))
         if not ascii_ends:  # no English sentence punctuation: CJK terminators only
             if ends and ends[-1] >= hi:
                 ends.pop()

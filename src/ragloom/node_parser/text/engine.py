@@ -44,7 +44,7 @@ import bisect
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
-from ragloom.node_parser.text.boundaries import SeparatorLevel
+from ragloom.node_parser.text.boundaries import SentenceLevel, SeparatorLevel
 
 if TYPE_CHECKING:  # the engine reads only what BaseTokenizer declares
     from ragloom.tokenizers.base import BaseTokenizer, SplitPattern
@@ -474,7 +474,9 @@ class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
     BACK_TOKENS, FWD_TOKENS = 40, 24  # first window around a position (grown x2 while it finds no cut)
-    BLOCK_TOKENS = 8192  # a longer block (see :class:`Level`) is searched in windows (about: see __init__)
+    # a longer block (see :class:`Level`) is searched in windows (in characters: see __init__) ...
+    BLOCK_TOKENS = 256
+    CHEAP_BLOCK_TOKENS = 8192  # ... unless its cuts need no model (:meth:`_block_cuts`) and it is within this
     CHAR_REACH = 4096  # how far :meth:`_around_char` looks on each side of a position
 
     def __init__(self, text: str, levels: Sequence[Level], sizer) -> None:
@@ -490,9 +492,11 @@ class _Finder:
         # BLOCK_TOKENS in characters: at the text's characters per token (else four)
         per_token = self.n / max(1, len(sizer.st)) if isinstance(sizer, OffsetSizer) else 4.0
         self._block_chars = max(64, int(self.BLOCK_TOKENS * per_token))
-        self._blocks: Dict[Tuple[int, int, int], List[int]] = {}  # (level, block start, end) -> its cuts
+        self._big_block_chars = max(64, int(self.CHEAP_BLOCK_TOKENS * per_token))
+        # (level, block start, end) -> its cuts (None: searched in windows)
+        self._blocks: Dict[Tuple[int, int, int], Optional[List[int]]] = {}
         # per level: (parent start, parent end, block start, block end, its cuts) of its last block
-        self._last_block: List[Optional[Tuple[int, int, int, int, List[int]]]] = [None] * len(levels)
+        self._last_block: List[Optional[Tuple[int, int, int, int, Optional[List[int]]]]] = [None] * len(levels)
         # per level: its last segment found from a whole-text cut list or a whole block, which
         # answers any position inside it: (parent start, parent end, start, end, size, exact), the
         # size its token count (exact) or an upper bound of it (see :meth:`_remember`)
@@ -557,14 +561,30 @@ class _Finder:
             return a, j + 1
         return (a, phi) if hi == phi - 1 else None
 
+    def _block_cuts(self, li: int, level: Level, bl: int, bh: int) -> Optional[List[int]]:
+        """The cuts of level ``li`` inside the block ``[bl, bh)``, found once per block; ``None`` for a
+        block to search in windows instead: longer than :attr:`BLOCK_TOKENS`, unless the level finds
+        its cuts there with no costly model (a sentence block with no English punctuation is one
+        regular-expression pass, while sentencex grows faster than the text on long blocks)."""
+        key = (li, bl, bh)
+        if key in self._blocks:
+            return self._blocks[key]
+        if len(self._blocks) > 64:
+            self._blocks.clear()
+        whole = bh - bl <= self._block_chars or (
+            isinstance(level, SentenceLevel) and not level.costly(self.text, bl, bh)
+        )
+        bs = self._blocks[key] = level.find(self.text, bl, bh) if whole else None
+        return bs
+
     def _block_around(self, sep: str, plo: int, phi: int, x: int) -> Optional[Span]:
         """The block of the parent ``[plo, phi)`` containing ``x``: from the last cut after an
         occurrence of ``sep`` at or before ``x`` (else ``plo``) to the first after ``x`` (else
-        ``phi``); ``None`` when it is longer than :attr:`BLOCK_TOKENS` (in characters, at the text's
+        ``phi``); ``None`` when it is longer than :attr:`CHEAP_BLOCK_TOKENS` (in characters, at the text's
         average characters per token; found without looking farther than that on either side)."""
         text = self.text
         k = len(sep)
-        reach = self._block_chars
+        reach = self._big_block_chars
         lo = max(plo, x - reach)
         i = text.rfind(sep, lo, x)  # an occurrence ending at or before x: a cut at i + k <= x
         if i == -1 and lo > plo:
@@ -671,25 +691,23 @@ class _Finder:
         sizer = self.sizer
         last = self._last_block[li]
         if last is not None and last[2] <= x < last[3] and last[0] == plo and last[1] == phi:
-            block: Optional[Span] = (last[2], last[3])  # the block last queried (the overlap start's, often)
-            bs = last[4]
+            bs: Optional[List[int]] = last[4]  # the block last looked at (the overlap start's, often)
+            block: Optional[Span] = (last[2], last[3]) if bs is not None else None
         else:
             block = self._block_around(level.block, plo, phi, x) if level.block else None
             if block is not None:
-                key = (li, block[0], block[1])
-                bs = self._blocks.get(key)  # type: ignore[assignment]
-                if bs is None:
-                    if len(self._blocks) > 64:
-                        self._blocks.clear()
-                    bs = self._blocks[key] = level.find(self.text, block[0], block[1])
+                bs = self._block_cuts(li, level, block[0], block[1])
                 self._last_block[li] = (plo, phi, block[0], block[1], bs)
-        if block is not None:  # the block around x, queried whole (once: the overlap start reuses it)
+                if bs is None:
+                    block = None
+        if block is not None and bs is not None:  # the block around x, queried whole (once)
             bl, bh = block
             i = bisect.bisect_right(bs, x)
             ba = bs[i - 1] if i > 0 else bl
             bb = bs[i] if i < len(bs) else bh
             return ba, bb, self._remember(li, plo, phi, ba, bb, budget)
         # windows (a level without blocks, or a block too long to query whole)
+        bs = None
         z = self._zones.get((li, plo, phi))
         if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
             wlo = whi = x
