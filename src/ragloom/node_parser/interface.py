@@ -528,14 +528,18 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         return cls(**kwargs)
 
     # -- spans -------------------------------------------------------------------------
-    def _pack(self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
+    def _pack(
+        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], edge_counts: Optional[Dict[str, int]] = None
+    ) -> List[Span]:
+        """Spans of ``text`` (see :func:`~ragloom.node_parser.text.engine.pack_spans`); ``edge_counts``:
+        the short-edge counts shared by the texts of one call (:class:`ExactCounter`)."""
         from ragloom.node_parser.text.engine import ExactCounter, pack_spans
 
         return pack_spans(
             text,
             self._levels(),
             sizer,
-            ExactCounter(self.tokenizer, sizer),
+            ExactCounter(self.tokenizer, sizer, edge_counts),
             self.chunk_size,
             self.chunk_overlap,
             wrappers,
@@ -560,10 +564,11 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
             wrappers = [(metadata_str.strip() + "\n\n", "", MetadataMode.EMBED)]
         uniq = self._check_overhead(wrappers, None)
         spans: List[Span] = []
+        edge_counts: Dict[str, int] = {}
         for a, b in text_sections(text):
             section = text if (a, b) == (0, len(text)) else text[a:b]
             sizer = make_sizers(self.tokenizer, [section])[0]
-            spans.extend((x + a, y + a) for x, y in self._pack(section, sizer, uniq))
+            spans.extend((x + a, y + a) for x, y in self._pack(section, sizer, uniq, edge_counts))
         return spans
 
     def split_text(self, text: str) -> List[str]:
@@ -609,6 +614,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         # the spans and metadata wrappers of the document being packed, section by section
         spans: List[Span] = []
         uniq: List[Tuple[str, str]] = []
+        edge_counts: Dict[str, int] = {}  # shared by the documents of this call
 
         def handle(batch: List[_Piece], sizers: list) -> None:
             nonlocal spans, uniq
@@ -618,7 +624,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
                     uniq = self._check_overhead(wrappers, piece.doc)
                     spans = []
                 shift = piece.start
-                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq))
+                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq, edge_counts))
                 if piece.last:
                     result.extend(self._build_nodes(piece.doc, piece.full, spans))
                     spans = []

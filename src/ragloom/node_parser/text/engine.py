@@ -349,9 +349,13 @@ class ExactCounter(SpanCounter):
     counted once per wrapper, so a long metadata header is not re-encoded per chunk.
     """
 
-    def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer) -> None:
+    def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer, edge_counts: Optional[Dict[str, int]] = None) -> None:
         self.tok = tokenizer
         self.sizer = sizer
+        # counts of short edges, shared by the counters of one splitting call (``edge_counts``): they
+        # repeat (a Markdown chunk often starts with "*" or "#" and ends with "."), and one encode
+        # call costs several microseconds however short its text
+        self._edge_counts: Dict[str, int] = {} if edge_counts is None else edge_counts
         self.text = sizer.text
         self.safe: Optional[SplitPattern] = None
         self.safe_rev: Optional[SplitPattern] = None
@@ -419,7 +423,17 @@ class ExactCounter(SpanCounter):
         return (left, right)
 
     def _count_str(self, s: str) -> int:
-        return len(self._enc(s)) if self._enc is not None else self.tok.count(s)
+        if self._enc is None:
+            return self.tok.count(s)  # a whole chunk: seen once
+        if len(s) > _EDGE_CACHE_CHARS:
+            return len(self._enc(s))
+        memo = self._edge_counts
+        n = memo.get(s)
+        if n is None:
+            if len(memo) >= 65536:
+                memo.clear()
+            n = memo[s] = len(self._enc(s))
+        return n
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         """Exact tokens of ``prefix + text[a:b] + suffix``."""
@@ -449,6 +463,10 @@ class ExactCounter(SpanCounter):
             if known + sum(map(count, parts)) > limit:
                 return k
         return None
+
+
+#: chunk edges up to this many characters are remembered (see :class:`ExactCounter`)
+_EDGE_CACHE_CHARS = 32
 
 
 def _utf8_len(s: str) -> int:

@@ -99,13 +99,15 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
     def _levels(self) -> list:
         return self._level_list
 
-    def _pack(self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]]) -> List[Span]:
-        spans = super()._pack(text, sizer, wrappers)
+    def _pack(
+        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], edge_counts: Optional[Dict[str, int]] = None
+    ) -> List[Span]:
+        spans = super()._pack(text, sizer, wrappers, edge_counts)
         if not self.keep_whitespaces or not spans:
             return spans
         from ragloom.node_parser.text.engine import ExactCounter
 
-        counter = ExactCounter(self.tokenizer, sizer)
+        counter = ExactCounter(self.tokenizer, sizer, edge_counts)
         pairs = list(wrappers) or [("", "")]
 
         def fits(a: int, b: int) -> bool:
