@@ -44,10 +44,10 @@ Span = Tuple[int, int]
 _SENTINEL = "\x00ragloom-content\x00"
 _BATCH_CHARS = 131_072  # characters per tokenization batch (a tokenizer working in a background thread)
 #: characters per tokenization batch of a tokenizer that works in turn with packing (holds the GIL):
-#: tokenizing a megabyte, then packing it, keeps each one's tables in the CPU cache (alternating
+#: tokenizing megabytes, then packing them, keeps each one's tables in the CPU cache (alternating
 #: every 128 kB cost about a tenth more CPU time than one tokenizer pass); the token starts of a
-#: batch take about 4 bytes per character at most
-_SEQUENTIAL_BATCH_CHARS = 1 << 20
+#: batch take at most 4 bytes per character (one int32 per token)
+_SEQUENTIAL_BATCH_CHARS = 1 << 22
 _AHEAD = 8  # batches tokenized ahead of packing (bounds memory)
 
 
@@ -605,7 +605,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         # Tokenize small batches of documents in a background thread a few batches ahead of this
         # thread, which packs and builds nodes, when the tokenizer releases the GIL (Hugging Face
         # tokenizers): small batches let packing start early, so the two overlap on two or more
-        # cores.  A tokenizer that holds the GIL (tiktoken) tokenizes in turn, a megabyte at a time
+        # cores.  A tokenizer that holds the GIL (tiktoken) tokenizes in turn, megabytes at a time
         # (:data:`_SEQUENTIAL_BATCH_CHARS`): a thread would only add switching (measured: 30% more
         # CPU time for no gain in wall time).
         batches = _char_batches(todo, _BATCH_CHARS if self.tokenizer.releases_gil else _SEQUENTIAL_BATCH_CHARS)
