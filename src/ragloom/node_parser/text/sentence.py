@@ -1,7 +1,8 @@
 """``SentenceSplitter``: chunks that keep sentences (and paragraphs) whole where they fit.
 
 Levels, highest first: paragraphs (``paragraph_separator``) > sentences (hybrid CJK
-regex + sentencex, or ``chunking_tokenizer_fn``) > ``secondary_chunking_regex`` >
+regex + sentencex, found between blank lines, each of which is also a cut; or
+``chunking_tokenizer_fn``) > ``secondary_chunking_regex`` >
 CJK clause punctuation (``，、；：``) > lines (``\\n``) > words (``separator``) > ``backup_separators`` >
 tokens.  A segment is split into the next level only when it alone exceeds the budget;
 see :mod:`ragloom.node_parser.text.engine`.
