@@ -21,7 +21,7 @@ import os
 import threading
 from array import array
 from functools import lru_cache
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import regex
@@ -48,8 +48,38 @@ _LOCK = threading.Lock()
 # chunk sizes exactly by re-encoding only the chunk edges: a chunk's edge runs to the first such
 # position, usually the end of its first word (checked by hypothesis in
 # ``tests/node_parser/test_properties.py``, for both encodings).
-SAFE_SPLIT = regex.compile(r"(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']")
-SAFE_SPLIT_REVERSE = regex.compile(r"(?r)(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']")
+#
+# "Letter or digit" on the left must hold in tiktoken's own Unicode tables, which can be older than
+# the ``regex`` module's: a letter added in a newer Unicode version (U+323B0, CJK extension J, in
+# Unicode 17) is no letter to tiktoken, and cutting after it changes the count.  So a match also
+# needs ``str.isalnum()`` of that character in Python's Unicode database (14.0 on Python 3.11, no
+# newer than tiktoken's), which only ever removes cut positions.
+class _AlnumBeforeCut:
+    """A ``SplitPattern`` (see :mod:`ragloom.tokenizers.base`): the matches of ``pattern`` (forward,
+    or backward for a ``(?r)`` pattern) whose preceding character is ``isalnum()``."""
+
+    def __init__(self, pattern: "regex.Pattern[str]") -> None:
+        self.pattern = pattern
+        self._reverse = bool(pattern.flags & regex.REVERSE)
+
+    def search(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> Optional["regex.Match[str]"]:
+        end = len(string) if endpos is None else endpos
+        while True:
+            m = self.pattern.search(string, pos, end)
+            if m is None or string[m.start() - 1].isalnum():
+                return m
+            if self._reverse:
+                end = m.start()
+            else:
+                pos = m.start() + 1
+
+    def finditer(self, string: str, pos: int = 0, endpos: Optional[int] = None) -> Iterator["regex.Match[str]"]:
+        end = len(string) if endpos is None else endpos
+        return (m for m in self.pattern.finditer(string, pos, end) if string[m.start() - 1].isalnum())
+
+
+SAFE_SPLIT = _AlnumBeforeCut(regex.compile(r"(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']"))
+SAFE_SPLIT_REVERSE = _AlnumBeforeCut(regex.compile(r"(?r)(?<=[\p{L}\p{N}])[^\p{L}\p{N}\p{M}']"))
 
 
 def _rank_file(name: str) -> bytes:

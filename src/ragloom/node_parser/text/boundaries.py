@@ -228,7 +228,14 @@ class SentenceLevel:
         # dict, a third cheaper): the cuts are their running lengths.  Over 10 kB sentencex cuts
         # the text into chunks and ``segment`` drops the separators between them; then the
         # lengths fall short and the offsets of ``get_sentence_boundaries`` are used.
-        lengths = list(map(len, self._segment("en", piece)))
+        try:
+            sentences = self._segment("en", piece)
+        except UnicodeEncodeError:  # a lone surrogate: U+FFFD in its place, one character for one
+            from ragloom.tokenizers.base import valid_unicode
+
+            piece = valid_unicode(piece)
+            sentences = self._segment("en", piece)
+        lengths = list(map(len, sentences))
         if sum(lengths) == b - a and 0 not in lengths:
             out.extend(islice(accumulate(lengths[:-1], initial=a), 1, None))
             return
