@@ -403,24 +403,22 @@ class ExactCounter(SpanCounter):
         tail, tail_n = self._wrapper(suffix, False) if suffix else ("", 0)
         return head_n + self.sizer.tokens(h, t) + tail_n, head + text[a:h], text[t:b] + tail
 
-    def _parts(self, a: int, b: int, prefix: str, suffix: str) -> Tuple[int, Tuple[str, ...]]:
-        """``(known, strings)`` with ``count(a, b, prefix, suffix) == known + sum of the strings' counts``:
-        the tokens known from the size model and the edges to encode (the whole wrapped chunk when
-        the fast path does not apply)."""
-        edges = self._edges(a, b, prefix, suffix)
+    def _parts(
+        self, a: int, b: int, prefix: str, suffix: str, edges: Optional[Tuple[int, str, str]]
+    ) -> Tuple[int, Tuple[str, ...]]:
+        """``(known, strings)`` with ``count(a, b, prefix, suffix) == known + sum of the strings' counts``,
+        from the chunk's :meth:`_edges`: the tokens known from the size model and the edges to encode,
+        both in one string when their junction is itself a safe position (it is for tiktoken's
+        pattern: ``left`` ends where a match began, ``right`` starts with it); the whole wrapped chunk
+        when the fast path does not apply (``edges`` is ``None``)."""
         if edges is None:
             return 0, (prefix + self.text[a:b] + suffix,)
         known, left, right = edges
-        return known, self._joined(left, right)
-
-    def _joined(self, left: str, right: str) -> Tuple[str, ...]:
-        """The two edges in one string when their junction is itself a safe position (it is for
-        tiktoken's pattern: ``left`` ends where a match began, ``right`` starts with it)."""
         joined = left + right
         j = self.safe.search(joined, len(left)) if self.safe is not None else None
         if j is not None and j.start() == len(left):
-            return (joined,)
-        return (left, right)
+            return known, (joined,)
+        return known, (left, right)
 
     def _count_str(self, s: str) -> int:
         if self._enc is None:
@@ -437,7 +435,7 @@ class ExactCounter(SpanCounter):
 
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         """Exact tokens of ``prefix + text[a:b] + suffix``."""
-        known, parts = self._parts(a, b, prefix, suffix)
+        known, parts = self._parts(a, b, prefix, suffix, self._edges(a, b, prefix, suffix))
         return known + sum(map(self._count_str, parts))
 
     def first_over(self, spans: Sequence[Span], wrappers: Sequence[Tuple[str, str]], limit: int) -> Optional[int]:
@@ -451,13 +449,9 @@ class ExactCounter(SpanCounter):
         for k, (a, b) in enumerate(spans):
             for p, sf in wrappers:
                 edges = self._edges(a, b, p, sf)
-                if edges is None:
-                    todo.append((k, 0, (p + self.text[a:b] + sf,)))
+                if bounded and edges is not None and edges[0] + _utf8_len(edges[1]) + _utf8_len(edges[2]) <= limit:
                     continue
-                known, left, right = edges
-                if bounded and known + _utf8_len(left) + _utf8_len(right) <= limit:
-                    continue
-                todo.append((k, known, self._joined(left, right)))
+                todo.append((k, *self._parts(a, b, p, sf, edges)))
         count = self._count_str
         for k, known, parts in todo:
             if known + sum(map(count, parts)) > limit:
@@ -488,6 +482,10 @@ def strip_span(text: str, a: int, b: int) -> Span:
     return a2, a2 + len(ls.rstrip())
 
 
+#: characters per token assumed where a size model has no offsets (windows, block lengths)
+_CHARS_PER_TOKEN = 4
+
+
 class _Finder:
     """Finds the flattened unit containing a position, querying levels in windows."""
 
@@ -507,8 +505,8 @@ class _Finder:
         # query made for another parent may start before this parent, and its cuts there are not ours
         self._zones: Dict[Tuple[int, int, int], Tuple[int, int, List[int]]] = {}
         self._by_tokens = isinstance(sizer, OffsetSizer)  # windows measured in tokens (else chars)
-        # BLOCK_TOKENS in characters: at the text's characters per token (else four)
-        per_token = self.n / max(1, len(sizer.st)) if isinstance(sizer, OffsetSizer) else 4.0
+        # BLOCK_TOKENS in characters: at the text's characters per token (else _CHARS_PER_TOKEN)
+        per_token = self.n / max(1, len(sizer.st)) if isinstance(sizer, OffsetSizer) else _CHARS_PER_TOKEN
         self._block_chars = max(64, int(self.BLOCK_TOKENS * per_token))
         self._big_block_chars = max(64, int(self.CHEAP_BLOCK_TOKENS * per_token))
         # (level, block start, end) -> its cuts (None: searched in windows)
@@ -615,24 +613,24 @@ class _Finder:
         b = phi if j == -1 else j + k
         return (a, b) if b - a <= reach else None
 
-    def _over(self, a: int, b: int, budget: int) -> bool:
-        """``tokens(a, b) > budget``, without bisecting when ``(b - a) * max_per_char`` fits."""
+    def _size(self, a: int, b: int, budget: int) -> Tuple[int, bool]:
+        """``(size, exact)`` of ``[a, b)``: its token count (``exact``), or, without bisecting, the
+        bound ``(b - a) * max_per_char`` when that alone proves it fits ``budget``."""
         k = self.sizer.max_per_char
         if k and (b - a) * k <= budget:
-            return False
-        return self.sizer.tokens(a, b) > budget
+            return (b - a) * k, False
+        return self.sizer.tokens(a, b), True
+
+    def _over(self, a: int, b: int, budget: int) -> bool:
+        """``tokens(a, b) > budget`` (see :meth:`_size`)."""
+        return self._size(a, b, budget)[0] > budget
 
     def _remember(self, li: int, plo: int, phi: int, a: int, b: int, budget: int) -> bool:
         """Whether the segment ``[a, b)`` of level ``li`` exceeds ``budget``; the segment is kept as
-        the level's memo with its size: the token count, or only a bound when the bound alone
-        proves it fits (``(b - a) * max_per_char``, no bisection)."""
-        k = self.sizer.max_per_char
-        if k and (b - a) * k <= budget:
-            self._memo[li] = (plo, phi, a, b, (b - a) * k, False)
-            return False
-        ntok = self.sizer.tokens(a, b)
-        self._memo[li] = (plo, phi, a, b, ntok, True)
-        return ntok > budget
+        the level's memo with its :meth:`_size`."""
+        size, exact = self._size(a, b, budget)
+        self._memo[li] = (plo, phi, a, b, size, exact)
+        return size > budget
 
     def _memo_over(self, li: int, memo: Tuple[int, int, int, int, int, bool], budget: int) -> bool:
         size, exact = memo[4], memo[5]
@@ -676,10 +674,10 @@ class _Finder:
 
     def _window(self, anchor: int, x: int, back: int, fwd: int) -> Span:
         """``back`` tokens before ``anchor`` to ``fwd`` tokens after ``x`` (with offsets; else
-        four characters per token, which costs no tokenizer call)."""
+        :data:`_CHARS_PER_TOKEN` characters per token, which costs no tokenizer call)."""
         if self._by_tokens:
             return self.sizer.back_limit(anchor, back), self.sizer.limit(x, fwd)
-        return anchor - 4 * back, x + 4 * fwd
+        return anchor - _CHARS_PER_TOKEN * back, x + _CHARS_PER_TOKEN * fwd
 
     # one widening-window search (which side grows depends on which cut is missing)
     def segment(self, li: int, plo: int, phi: int, x: int, budget: int, reach: int = 0):  # noqa: C901
@@ -709,35 +707,32 @@ class _Finder:
         sizer = self.sizer
         last = self._last_block[li]
         if last is not None and last[2] <= x < last[3] and last[0] == plo and last[1] == phi:
-            bs: Optional[List[int]] = last[4]  # the block last looked at (the overlap start's, often)
-            block: Optional[Span] = (last[2], last[3]) if bs is not None else None
+            bl, bh, bs = last[2], last[3], last[4]  # the block last looked at (the overlap start's, often)
         else:
             block = self._block_around(level.block, plo, phi, x) if level.block else None
+            bs = None
             if block is not None:
-                bs = self._block_cuts(li, level, block[0], block[1])
-                self._last_block[li] = (plo, phi, block[0], block[1], bs)
-                if bs is None:
-                    block = None
-        if block is not None and bs is not None:  # the block around x, queried whole (once)
-            bl, bh = block
+                bl, bh = block
+                bs = self._block_cuts(li, level, bl, bh)
+                self._last_block[li] = (plo, phi, bl, bh, bs)
+        if bs is not None:  # the block around x, queried whole (once)
             i = bisect.bisect_right(bs, x)
             ba = bs[i - 1] if i > 0 else bl
             bb = bs[i] if i < len(bs) else bh
             return ba, bb, self._remember(li, plo, phi, ba, bb, budget)
         # windows (a level without blocks, or a block too long to query whole)
-        bs = None
         z = self._zones.get((li, plo, phi))
         if z is not None and z[0] <= x < z[1]:  # the last zone may already answer (the overlap start)
             wlo = whi = x
         else:
-            anchor = sizer.back_limit(x, reach) if reach > 0 and self._by_tokens else x - 4 * reach
+            anchor = sizer.back_limit(x, reach) if reach > 0 and self._by_tokens else x - _CHARS_PER_TOKEN * reach
             wlo, whi = self._window(min(x, max(plo, anchor)), x, self.BACK_TOKENS, self.FWD_TOKENS)
         back, fwd = self.BACK_TOKENS, self.FWD_TOKENS
         while True:
-            zlo, zhi, bs = self._zone(li, level, plo, phi, max(plo, wlo), min(phi, whi))
-            i = bisect.bisect_right(bs, x)
-            a: Optional[int] = bs[i - 1] if i > 0 else (plo if zlo == plo else None)
-            b: Optional[int] = bs[i] if i < len(bs) else (phi if zhi == phi else None)
+            zlo, zhi, zcuts = self._zone(li, level, plo, phi, max(plo, wlo), min(phi, whi))
+            i = bisect.bisect_right(zcuts, x)
+            a: Optional[int] = zcuts[i - 1] if i > 0 else (plo if zlo == plo else None)
+            b: Optional[int] = zcuts[i] if i < len(zcuts) else (phi if zhi == phi else None)
             if a is not None and b is not None:
                 return a, b, self._over(a, b, budget)
             if a is None and self._over(zlo, x, budget):

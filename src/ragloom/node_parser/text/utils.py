@@ -179,8 +179,10 @@ def sentence_cuts(
         return []
     if sentence_splitter is not None:
         return piece_starts(text, sentence_splitter(text))
-    cuts = SentenceLevel().find(text, 0, n)
-    if paragraph_separator and paragraph_separator in text:
+    level = SentenceLevel()
+    cuts = level.find(text, 0, n)
+    # the sentence level already cuts after every blank line (its blocks): only another separator adds cuts
+    if paragraph_separator and paragraph_separator != level.block and paragraph_separator in text:
         cuts = sorted(set(cuts) | set(SeparatorLevel(paragraph_separator).find(text, 0, n)))
     return cuts
 
