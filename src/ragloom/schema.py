@@ -378,8 +378,10 @@ class TextNode(BaseNode, kw_only=True, tag="TextNode"):
 
     def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
         """Text as seen by a consumer: ``text_template`` filled with the visible metadata, or the bare text."""
+        if metadata_mode == MetadataMode.NONE:  # the bare text, without rendering the metadata
+            return self.text
         metadata_str = self.get_metadata_str(MetadataMode(metadata_mode)).strip()
-        if metadata_mode == MetadataMode.NONE or not metadata_str:
+        if not metadata_str:
             return self.text
         return self.text_template.format(content=self.text, metadata_str=metadata_str).strip()
 

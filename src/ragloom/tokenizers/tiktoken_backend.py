@@ -167,7 +167,8 @@ class TiktokenTokenizer(BaseTokenizer):
         self.encoding = load_offline_encoding(encoding_name)
         self._lens = _token_byte_lengths(encoding_name)
         self._leads32, self._first32 = _token_char_tables(encoding_name)
-        self._lens32 = self._lens.astype(np.int32)  # for :meth:`_starts_np` (token lengths are small)
+        # for :meth:`_starts_np`: per token id, its lead bytes less its first-byte flag, plus one
+        self._shift32 = self._leads32 - self._first32 + 1
         core = getattr(self.encoding, "_core_bpe", None)
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
         self.num_special_tokens = 0
@@ -221,40 +222,39 @@ class TiktokenTokenizer(BaseTokenizer):
         char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
         return char_of_byte[bstart], char_of_byte[bend - 1] + 1
 
-    def _starts_np(self, text: str) -> np.ndarray:
-        """Character start of every token of ``text`` as a numpy array: ``int32`` (half the memory
-        traffic of ``int64``; every step below is one vectorised pass) unless the text is too long
-        for it, then ``int64``."""
-        ids = self.encode_array(text)
-        wide = len(text) >= 2**31
-        if len(ids) == 0:
-            return np.zeros(0, dtype=np.int64 if wide else np.int32)
-        ascii_text = text.isascii()
-        # ASCII: one byte per character, so starts are the running sum of token byte lengths
-        table = self._lens32 if ascii_text else self._leads32
-        per_token = np.take(table, ids, mode="clip")  # ids are in range: no bounds check
-        starts = np.cumsum(per_token, dtype=np.int64 if wide else np.int32)
-        starts -= per_token
-        if not ascii_text:
-            # char index of a token's first byte = UTF-8 lead bytes up to and including it, minus
-            # one (a token starting inside a multi-byte character maps to that character, as in
-            # ``_starts_ends``); lone surrogates were encoded as U+FFFD, one character each
-            starts += np.take(self._first32, ids, mode="clip")
-            starts -= 1
-        return starts
+    def _starts_np(self, texts: Sequence[str]) -> Tuple[np.ndarray, List[int]]:
+        """``(starts, counts)``: the character start of every token of each of ``texts`` (each text's
+        from 0), concatenated, and each text's token count.  ``int32`` (half the memory traffic of
+        ``int64``) unless the texts hold 2**31 characters or more.  Each step is one vectorised pass
+        over the whole batch, so a small document costs no numpy call beyond its encoding.
+
+        A token's first character is the UTF-8 lead bytes of the tokens before it, plus one if its own
+        first byte is a lead byte, minus one (a token starting inside a multi-byte character maps to
+        that character, as in ``_starts_ends``): a running sum of lead bytes less a per-token shift.
+        Each text's lead bytes sum to its length (lone surrogates were encoded as U+FFFD, one
+        character each), so the characters of the texts before it are subtracted."""
+        ids = [self.encode_array(t) for t in texts]
+        counts = [len(i) for i in ids]
+        dtype = np.int64 if sum(map(len, texts)) >= 2**31 else np.int32
+        if not any(counts):
+            return np.zeros(0, dtype=dtype), counts
+        all_ids = ids[0] if len(ids) == 1 else np.concatenate(ids)
+        starts = np.cumsum(np.take(self._leads32, all_ids, mode="clip"), dtype=dtype)  # ids are in range
+        starts -= np.take(self._shift32, all_ids, mode="clip")
+        if len(texts) > 1:
+            lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+            starts -= np.repeat((np.cumsum(lens) - lens).astype(dtype), counts)
+        return starts, counts
 
     def token_starts(self, text: str) -> List[int]:
         """Character start of every token of ``text``."""
-        return self._starts_np(text).tolist()
+        return self._starts_np([text])[0].tolist()
 
     def token_starts_array(self, text: str) -> "array[int]":
         """:meth:`token_starts` as a contiguous ``array('i')`` (``array('q')`` for a text of 2**31
         characters or more): built without a Python int per token, and ``bisect`` on it is faster
         than on a list (no pointer chasing)."""
-        starts = self._starts_np(text)
-        out = array("q" if starts.dtype == np.int64 else "i")
-        out.frombytes(memoryview(starts).cast("B"))
-        return out
+        return self.token_starts_batch([text])[0]
 
     def encode_offsets(self, text: str) -> List[Tuple[int, int]]:
         ids = self.encode(text)
@@ -266,10 +266,21 @@ class TiktokenTokenizer(BaseTokenizer):
 
     def token_starts_batch(self, texts: Sequence[str]) -> List[Sequence[int]]:
         """Character start of every token of each text (what the span engine sizes spans
-        with), each as an ``array('i')`` (see :meth:`token_starts_array`)."""
+        with), each as an ``array('i')`` (see :meth:`token_starts_array`; ``array('q')`` when the
+        texts hold 2**31 characters or more), computed for the batch at once (:meth:`_starts_np`)."""
         if not texts:
             return []
-        return [self.token_starts_array(t) for t in texts]
+        starts, counts = self._starts_np(texts)
+        code, width = ("q", 8) if starts.dtype == np.int64 else ("i", 4)
+        raw = memoryview(starts).cast("B")
+        out: List[Sequence[int]] = []
+        at = 0
+        for n in counts:
+            arr = array(code)
+            arr.frombytes(raw[at * width : (at + n) * width])
+            out.append(arr)
+            at += n
+        return out
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.encoding_name!r})"

@@ -441,16 +441,21 @@ class ExactCounter(SpanCounter):
     def first_over(self, spans: Sequence[Span], wrappers: Sequence[Tuple[str, str]], limit: int) -> Optional[int]:
         """The index of the first span whose :meth:`count` with some wrapper exceeds ``limit``
         (``None``: all fit).  Encodes as little as it can prove: with a byte-level tokenizer a chunk
-        whose known tokens plus the UTF-8 bytes of its edges are within ``limit`` fits (no token
-        is shorter than a byte); the other edges are built first and then encoded in one run (the
-        tokenizer's tables stay in the CPU cache)."""
+        whose known tokens plus the UTF-8 bytes of its edges (of the whole wrapped chunk, for one
+        counted whole) are within ``limit`` fits (no token is shorter than a byte); the other edges
+        are built first and then encoded in one run (the tokenizer's tables stay in the CPU cache)."""
         todo: List[Tuple[int, int, Tuple[str, ...]]] = []
         bounded = self._enc is not None and self.tok.byte_level
         for k, (a, b) in enumerate(spans):
             for p, sf in wrappers:
                 edges = self._edges(a, b, p, sf)
-                if bounded and edges is not None and edges[0] + _utf8_len(edges[1]) + _utf8_len(edges[2]) <= limit:
-                    continue
+                if bounded:
+                    if edges is not None:
+                        bound = edges[0] + _utf8_len(edges[1]) + _utf8_len(edges[2])
+                    else:  # counted whole (a short chunk, most often): its bytes bound it
+                        bound = _utf8_len(p) + _utf8_len(self.text[a:b]) + _utf8_len(sf)
+                    if bound <= limit:
+                        continue
                 todo.append((k, *self._parts(a, b, p, sf, edges)))
         count = self._count_str
         for k, known, parts in todo:
