@@ -132,6 +132,18 @@ def test_tiktoken_encode_array_and_starts_equal_plain(parts):
         assert list(tok.token_starts_array(text)) == tok.token_starts(text)
 
 
+@given(texts=st.lists(st.lists(_TT_PIECES, max_size=8).map("".join), max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_tiktoken_batch_starts_equal_plain(texts):
+    # one vectorised pass over the batch (each text's starts from 0): empty texts, lone surrogates
+    # and texts of different widths side by side
+    from ragloom.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    want = [tok._starts_ends(t, tok.encoding.encode_ordinary(t) if t else [])[0].tolist() for t in texts]
+    assert [list(x) for x in tok.token_starts_batch(texts)] == want
+
+
 def test_tiktoken_starts_equal_plain_on_real_text():
     import glob
 
