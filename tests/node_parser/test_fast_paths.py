@@ -255,8 +255,9 @@ def test_counting_chunks_in_batches_on_real_text(real_texts):
 @given(text=any_text, data=st.data())
 @settings(max_examples=100, deadline=None)
 def test_first_over_equals_exact_counts(name, text, data):
-    """``ExactCounter.first_over`` (edges, or a short chunk whole, bounded by their UTF-8 bytes, encoded only when the bound
-    does not prove a fit) finds the same first span over the limit as counting every wrapped span."""
+    """``ExactCounter.first_over`` (edges, or a short chunk whole, bounded by their UTF-8 bytes,
+    encoded only when the bound does not prove a fit) finds the same first span over the limit as
+    counting every wrapped span."""
     from ragloom.tokenizers import get_tokenizer
 
     tok = get_tokenizer(name)
