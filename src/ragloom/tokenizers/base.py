@@ -17,6 +17,7 @@ given, never byte indices.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from typing import (
     Any,
@@ -32,15 +33,24 @@ from typing import (
 __all__ = ["Tokenizer", "BaseTokenizer", "CallableTokenizer", "ForeignTokenizer", "SplitPattern", "valid_unicode"]
 
 
+#: any surrogate code point: in a Python ``str`` even a high one followed by a low one is two characters
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def valid_unicode(text: str) -> str:
-    """``text`` with lone surrogates (from ``surrogateescape``-decoded bytes, or a JSON ``"\\udc80"``)
-    replaced by U+FFFD, one character for one, so character offsets are unchanged.  Tokenizers,
-    models and JSON encoders reject lone surrogates; everything that hands text to them uses this."""
+    """``text`` with every surrogate code point (from ``surrogateescape``-decoded bytes, or a JSON
+    ``"\\udc80"``) replaced by U+FFFD, one character for one, so character offsets are unchanged.
+    A high surrogate followed by a low one is replaced too, as two characters: joining them into one
+    character (what a UTF-16 round trip, and tiktoken's own fallback, do) would shift every offset
+    after them.  Tokenizers, models and JSON encoders reject surrogates; everything that hands text
+    to them uses this."""
+    if text.isascii():
+        return text
     try:
         text.encode("utf-8")
         return text
     except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return _SURROGATE.sub("\ufffd", text)
 
 
 class _Match(Protocol):

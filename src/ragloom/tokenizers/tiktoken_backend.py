@@ -173,25 +173,29 @@ class TiktokenTokenizer(BaseTokenizer):
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
         self.num_special_tokens = 0
 
+    # Every call encodes ``valid_unicode(text)``: a surrogate becomes U+FFFD, one character for one, the
+    # text the token starts are computed on.  (tiktoken's own fallback joins a high surrogate and a
+    # low one into one character, so its counts would not match offsets into the caller's text.)
+
     def count(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(text)) if text else 0
+        return len(self.encoding.encode_ordinary(valid_unicode(text))) if text else 0
 
     def count_batch(self, texts: Sequence[str]) -> List[int]:
         if not texts:
             return []
-        if len(texts) < 8:
-            return [len(self.encoding.encode_ordinary(t)) for t in texts]
-        return [
-            len(t) for t in self.encoding.encode_ordinary_batch(list(texts), num_threads=min(8, os.cpu_count() or 1))
-        ]
+        valid = [valid_unicode(t) for t in texts]
+        if len(valid) < 8:
+            return [len(self.encoding.encode_ordinary(t)) for t in valid]
+        return [len(t) for t in self.encoding.encode_ordinary_batch(valid, num_threads=min(8, os.cpu_count() or 1))]
 
     def encode(self, text: str) -> List[int]:
-        return self.encoding.encode_ordinary(text) if text else []
+        return self.encoding.encode_ordinary(valid_unicode(text)) if text else []
 
     def encode_ordinary(self, text: str) -> List[int]:
-        """``tiktoken.Encoding.encode_ordinary``: the same ids as :meth:`encode`, without its
-        empty-text check (the fast exact count of the span engine calls it on chunk edges)."""
-        return self.encoding.encode_ordinary(text)
+        """``tiktoken.Encoding.encode_ordinary`` of ``valid_unicode(text)``: the same ids as
+        :meth:`encode`, without its empty-text check (the fast exact count of the span engine calls
+        it on chunk edges)."""
+        return self.encoding.encode_ordinary(valid_unicode(text))
 
     def encode_array(self, text: str) -> np.ndarray:
         """Token ids of ``text`` as a ``uint32`` numpy array; the same ids as :meth:`encode`.
@@ -205,9 +209,9 @@ class TiktokenTokenizer(BaseTokenizer):
         if self._buf is not None:
             try:
                 return np.frombuffer(self._buf(text, set()), dtype=np.uint32)
-            except UnicodeEncodeError:  # lone surrogates: tiktoken's own substitution
+            except UnicodeEncodeError:  # surrogates: U+FFFD, one for one (see :meth:`count`)
                 return np.frombuffer(self._buf(valid_unicode(text), set()), dtype=np.uint32)
-        return np.asarray(self.encoding.encode_ordinary(text), dtype=np.uint32)
+        return np.asarray(self.encoding.encode_ordinary(valid_unicode(text)), dtype=np.uint32)
 
     def _starts_ends(self, text: str, ids: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
         if len(ids) == 0:
