@@ -122,7 +122,6 @@ _TT_PIECES = st.one_of(
 @settings(max_examples=300, deadline=None)
 def test_tiktoken_encode_array_and_starts_equal_plain(parts):
     from ragloom.tokenizers import get_tokenizer
-
     from ragloom.tokenizers.base import valid_unicode
 
     text = "".join(parts)

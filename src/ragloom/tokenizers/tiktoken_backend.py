@@ -178,18 +178,18 @@ class TiktokenTokenizer(BaseTokenizer):
     # low one into one character, so its counts would not match offsets into the caller's text.)
 
     def count(self, text: str) -> int:
-        return len(self.encoding.encode_ordinary(valid_unicode(text))) if text else 0
+        return len(self.encode_ordinary(text)) if text else 0
 
     def count_batch(self, texts: Sequence[str]) -> List[int]:
         if not texts:
             return []
+        if len(texts) < 8:
+            return [self.count(t) for t in texts]
         valid = [valid_unicode(t) for t in texts]
-        if len(valid) < 8:
-            return [len(self.encoding.encode_ordinary(t)) for t in valid]
         return [len(t) for t in self.encoding.encode_ordinary_batch(valid, num_threads=min(8, os.cpu_count() or 1))]
 
     def encode(self, text: str) -> List[int]:
-        return self.encoding.encode_ordinary(valid_unicode(text)) if text else []
+        return self.encode_ordinary(text) if text else []
 
     def encode_ordinary(self, text: str) -> List[int]:
         """``tiktoken.Encoding.encode_ordinary`` of ``valid_unicode(text)``: the same ids as
@@ -211,7 +211,7 @@ class TiktokenTokenizer(BaseTokenizer):
                 return np.frombuffer(self._buf(text, set()), dtype=np.uint32)
             except UnicodeEncodeError:  # surrogates: U+FFFD, one for one (see :meth:`count`)
                 return np.frombuffer(self._buf(valid_unicode(text), set()), dtype=np.uint32)
-        return np.asarray(self.encoding.encode_ordinary(valid_unicode(text)), dtype=np.uint32)
+        return np.asarray(self.encode_ordinary(text), dtype=np.uint32)
 
     def _starts_ends(self, text: str, ids: Sequence[int]) -> Tuple[np.ndarray, np.ndarray]:
         if len(ids) == 0:
@@ -239,15 +239,15 @@ class TiktokenTokenizer(BaseTokenizer):
         character each), so the characters of the texts before it are subtracted."""
         ids = [self.encode_array(t) for t in texts]
         counts = [len(i) for i in ids]
-        dtype = np.int64 if sum(map(len, texts)) >= 2**31 else np.int32
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))  # character ends
+        dtype = np.int64 if len(texts) and ends[-1] >= 2**31 else np.int32
         if not any(counts):
             return np.zeros(0, dtype=dtype), counts
         all_ids = ids[0] if len(ids) == 1 else np.concatenate(ids)
         starts = np.cumsum(np.take(self._leads32, all_ids, mode="clip"), dtype=dtype)  # ids are in range
         starts -= np.take(self._shift32, all_ids, mode="clip")
-        if len(texts) > 1:
-            lens = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-            starts -= np.repeat((np.cumsum(lens) - lens).astype(dtype), counts)
+        if len(texts) > 1:  # less the characters of the texts before each token's own
+            starts[counts[0] :] -= np.repeat(ends[:-1].astype(dtype), counts[1:])
         return starts, counts
 
     def token_starts(self, text: str) -> List[int]:
