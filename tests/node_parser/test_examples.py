@@ -1,6 +1,5 @@
 import glob
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 
@@ -8,7 +7,6 @@ from ragloom.node_parser import SentenceSplitter, TokenTextSplitter
 from ragloom.node_parser.text.boundaries import SentenceLevel
 from ragloom.schema import Document, MetadataMode, NodeRelationship, TextNode
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 REF = "张三说：“今天下雨了。”李四点头。Dr. Smith arrived at 5 p.m. He left."
 
@@ -69,9 +67,9 @@ def test_metadata_too_long_names_doc_and_keys():
     assert "my-doc" in msg and "title" in msg and "author" in msg and "tokens" in msg
 
 
-def test_metadata_aware_budget_and_excluded_keys(cl100k):
+def test_metadata_aware_budget_and_excluded_keys(cl100k, shared_data):
     text = open(
-        sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8"
+        sorted(glob.glob(f"{shared_data}/markdown_fastapi/**/*.md", recursive=True))[3], encoding="utf-8"
     ).read()
     doc = Document(
         text=text,
@@ -102,8 +100,8 @@ def test_split_text_metadata_aware(cl100k):
         assert cl100k.count(meta + "\n\n" + c) <= 40
 
 
-def test_real_chinese_novel(cl100k, hf_tok):
-    path = glob.glob(f"{SHARED_DATA}/zh_classics/西游记.utf8.txt")[0]
+def test_real_chinese_novel(cl100k, hf_tok, shared_data):
+    path = glob.glob(f"{shared_data}/zh_classics/西游记.utf8.txt")[0]
     text = open(path, encoding="utf-8").read()[30000:80000]
     for tok in (cl100k, hf_tok):
         doc = Document(text=text, id_="xyj", metadata={"file_name": "西游记.utf8.txt"})
@@ -117,8 +115,8 @@ def test_real_chinese_novel(cl100k, hf_tok):
         assert ends >= 0.8 * len(nodes)
 
 
-def test_markdown_file_token_splitter(cl100k):
-    path = sorted(glob.glob(f"{SHARED_DATA}/markdown_fastapi/**/*.md", recursive=True))[10]
+def test_markdown_file_token_splitter(cl100k, shared_data):
+    path = sorted(glob.glob(f"{shared_data}/markdown_fastapi/**/*.md", recursive=True))[10]
     text = open(path, encoding="utf-8").read()
     nodes = TokenTextSplitter(chunk_size=64, chunk_overlap=8, tokenizer=cl100k)([Document(text=text, id_=path)])
     assert nodes

@@ -12,7 +12,6 @@ from ragloom.node_parser.text.engine import ExactCounter, make_sizers
 from ragloom.schema import Document, MetadataMode, NodeRelationship
 from ragloom.tokenizers import get_default_tokenizer, get_tokenizer
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 EN = [
     "The", "quick", "brown", "fox", "Dr.", "Smith", "arrived", "at", "5", "p.m.", "e.g.", "U.S.", "it's", "don't",
@@ -188,11 +187,11 @@ def test_safe_split_positions_keep_the_count(tok_name, text, extra):
 
 
 @pytest.mark.parametrize("tok_name", ["hf", "cl100k"])
-def test_exact_counter_on_real_text(tok_name):
+def test_exact_counter_on_real_text(tok_name, shared_data):
     tok = TOKENIZERS[tok_name]()
-    text = open(f"{SHARED_DATA}/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
+    text = open(f"{shared_data}/zh_classics/西游记.utf8.txt", encoding="utf-8").read()[20000:60000]
     text += " The quick brown fox, e.g. Dr. Smith, jumps over it. " * 200
-    md = sorted(Path(SHARED_DATA, "markdown_fastapi").rglob("*.md"))[:20]
+    md = sorted(Path(shared_data, "markdown_fastapi").rglob("*.md"))[:20]
     text += "".join(p.read_text(encoding="utf-8") for p in md)
     sizer = make_sizers(tok, [text])[0]
     counter = ExactCounter(tok, sizer)
