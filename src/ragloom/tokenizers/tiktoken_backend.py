@@ -166,9 +166,16 @@ class TiktokenTokenizer(BaseTokenizer):
         self.name = f"tiktoken:{encoding_name}"
         self.encoding = load_offline_encoding(encoding_name)
         self._lens = _token_byte_lengths(encoding_name)
-        self._leads32, self._first32 = _token_char_tables(encoding_name)
-        # for :meth:`_starts_np`: per token id, its lead bytes less its first-byte flag, plus one
-        self._shift32 = self._leads32 - self._first32 + 1
+        leads, first = _token_char_tables(encoding_name)
+        # for :meth:`_starts_np`, per token id: its lead bytes (low byte) and its shift, the lead bytes
+        # less its first-byte flag plus one (high byte), in one ``uint16`` table: one random-access
+        # pass over the ids instead of two, into a table a quarter the size of two ``int32`` ones
+        # (the ids are looked up right after encoding, whose work has evicted the tables from the
+        # CPU caches).  A token holds at most 128 lead bytes in both encodings (checked here).
+        shift = leads - first + 1
+        if leads.max() > 0xFF or shift.max() > 0xFF or shift.min() < 0:
+            raise ValueError(f"{encoding_name}: a token with more than 255 characters")
+        self._lead_shift16 = (leads | (shift << 8)).astype(np.uint16)
         core = getattr(self.encoding, "_core_bpe", None)
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
         self.num_special_tokens = 0
@@ -244,8 +251,9 @@ class TiktokenTokenizer(BaseTokenizer):
         if not any(counts):
             return np.zeros(0, dtype=dtype), counts
         all_ids = ids[0] if len(ids) == 1 else np.concatenate(ids)
-        starts = np.cumsum(np.take(self._leads32, all_ids, mode="clip"), dtype=dtype)  # ids are in range
-        starts -= np.take(self._shift32, all_ids, mode="clip")
+        packed = np.take(self._lead_shift16, all_ids, mode="clip")  # ids are in range
+        starts = np.cumsum(packed & 0xFF, dtype=dtype)
+        starts -= packed >> 8
         if len(texts) > 1:  # less the characters of the texts before each token's own
             starts[counts[0] :] -= np.repeat(ends[:-1].astype(dtype), counts[1:])
         return starts, counts
