@@ -106,13 +106,31 @@ class OffsetSizer:
         self.max_per_char = max_per_char
 
     def tokens(self, a: int, b: int) -> int:
+        """Tokens starting in ``[a, b)`` (``0`` when ``b <= a``)."""
+        if b <= a:
+            return 0
         st = self.st
-        return bisect.bisect_left(st, b) - bisect.bisect_left(st, a)
+        i = bisect.bisect_left(st, a)
+        k = self.max_per_char  # at most (b - a) * k tokens start in [a, b): bisect only those
+        return bisect.bisect_left(st, b, i, min(len(st), i + (b - a) * k + 1) if k else len(st)) - i
 
     def limit(self, a: int, budget: int) -> int:
         """Largest token boundary ``p > a`` with ``tokens(a, p) <= budget`` (``n`` if the rest fits)."""
+        return self._limit_from(bisect.bisect_left(self.st, a), a, budget)
+
+    def chunk_limit(self, a: int, budget: int) -> int:
+        """The end of a chunk starting at ``a``: :meth:`limit` of ``budget - straddles(a)`` when
+        ``budget > 1`` (see :meth:`straddles`), else of ``budget``; one search of the starts."""
         st = self.st
-        j = bisect.bisect_left(st, a) + budget
+        i = bisect.bisect_left(st, a)
+        if budget > 1 and i > 0 and (i == len(st) or st[i] != a):
+            budget -= 1
+        return self._limit_from(i, a, budget)
+
+    def _limit_from(self, i: int, a: int, budget: int) -> int:
+        """:meth:`limit`, given ``i``, the index of the first token start at or after ``a``."""
+        st = self.st
+        j = i + budget
         if j >= len(st):
             return self.n
         p = st[j]
@@ -137,7 +155,7 @@ class OffsetSizer:
         if j <= 0:
             return 0 if k <= budget else st[0]
         p = st[j]
-        if bisect.bisect_left(st, p) < j:  # p is shared by tokens before j: move to the next start
+        if st[j - 1] == p:  # p is shared by tokens before j (starts are sorted): move to the next start
             r = bisect.bisect_right(st, p)
             p = st[r] if r < k else b
         return p
@@ -207,6 +225,10 @@ class CallSizer:
 
     def straddles(self, a: int) -> int:
         return 0  # spans are counted whole
+
+    def chunk_limit(self, a: int, budget: int) -> int:
+        """The end of a chunk starting at ``a``: :meth:`limit` (no token is cut at ``a``)."""
+        return self.limit(a, budget)
 
     def token_unit(self, x: int) -> Span:
         return x, x + 1
@@ -293,6 +315,11 @@ class LimitSizer:
 
     def straddles(self, a: int) -> int:
         return self.base.straddles(a)
+
+    def chunk_limit(self, a: int, budget: int) -> int:
+        """The end of a chunk starting at ``a``: :meth:`limit` of ``budget - straddles(a)`` (of
+        ``budget`` when it is 1)."""
+        return self.limit(a, budget - self.base.straddles(a) if budget > 1 else budget)
 
     def token_unit(self, x: int) -> Span:
         return self.base.token_unit(x)
@@ -818,7 +845,7 @@ def pack_spans(  # noqa: C901
             while True:
                 # a chunk starting inside a token (tiktoken's " word" when the chunk starts at "w")
                 # re-tokenizes that piece: one token more than the size model counts from ``s``
-                L = sizer.limit(s, bud - sizer.straddles(s)) if bud > 1 else sizer.limit(s, bud)
+                L = sizer.chunk_limit(s, bud)
                 if L >= end_all:
                     e = end_all
                 else:
