@@ -189,7 +189,9 @@ class SentenceLevel:
         return out
 
     def _find_block(self, text: str, lo: int, hi: int) -> List[int]:
-        if CJK_TERMINATORS.search(text, lo, hi) is None:  # no CJK terminator: one English piece
+        # no CJK terminator (none in ASCII text, which an ASCII check finds far cheaper than the
+        # pattern's scan; ``str.isascii`` of a whole text is a flag): one English piece
+        if text.isascii() or text[lo:hi].isascii() or CJK_TERMINATORS.search(text, lo, hi) is None:
             out: List[int] = []
             self._english(text, lo, hi, out)
             return out
