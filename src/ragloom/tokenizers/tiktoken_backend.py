@@ -178,6 +178,7 @@ class TiktokenTokenizer(BaseTokenizer):
         self._lead_shift16 = (leads | (shift << 8)).astype(np.uint16)
         core = getattr(self.encoding, "_core_bpe", None)
         self._buf = getattr(core, "encode_to_tiktoken_buffer", None)
+        self._ordinary = getattr(core, "encode_ordinary", None)  # without the Python wrapper
         self.num_special_tokens = 0
 
     # Every call encodes ``valid_unicode(text)``: a surrogate becomes U+FFFD, one character for one, the
@@ -201,7 +202,12 @@ class TiktokenTokenizer(BaseTokenizer):
     def encode_ordinary(self, text: str) -> List[int]:
         """``tiktoken.Encoding.encode_ordinary`` of ``valid_unicode(text)``: the same ids as
         :meth:`encode`, without its empty-text check (the fast exact count of the span engine calls
-        it on chunk edges)."""
+        it on chunk edges, so it calls tiktoken's core directly when it can)."""
+        if self._ordinary is not None:
+            try:
+                return self._ordinary(text)
+            except UnicodeEncodeError:  # surrogates: U+FFFD, one for one (see above)
+                return self._ordinary(valid_unicode(text))
         return self.encoding.encode_ordinary(valid_unicode(text))
 
     def encode_array(self, text: str) -> np.ndarray:
