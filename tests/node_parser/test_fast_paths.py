@@ -348,3 +348,36 @@ def test_surrogate_pairs_keep_offsets_and_do_not_shift_later_documents(name):
         for n in together:
             assert by_id[n.ref_doc_id][n.start_char_idx : n.end_char_idx] == n.text
             assert tok.count(n.text) <= splitter.chunk_size
+
+
+# sorted token starts with repeats (several tokens starting in one character: an emoji in cl100k)
+_starts = st.lists(st.integers(0, 60), max_size=40).map(sorted)
+
+
+@given(starts=_starts, a=st.integers(-2, 62), b=st.integers(-2, 62), budget=st.integers(1, 45))
+@settings(max_examples=300, deadline=None)
+def test_offset_sizer_searches_equal_their_plain_forms(starts, a, b, budget):
+    """``OffsetSizer``'s searches (bounded by ``max_per_char``, one search for a chunk's end, the
+    previous start compared instead of a second search) equal their definitions on the starts."""
+    import bisect
+
+    n = 61
+    # at most max_per_char starts in one character (the bound tokens() relies on)
+    if any(starts.count(x) > 4 for x in set(starts)):
+        starts = sorted(set(starts))
+    sizer = engine.OffsetSizer("x" * n, starts, max_per_char=4)
+    assert sizer.tokens(a, b) == (sum(a <= s < b for s in starts) if b > a else 0)
+    a = max(0, min(a, n - 1))
+    straddle = 1 if budget > 1 and sizer.straddles(a) else 0
+    assert sizer.chunk_limit(a, budget) == sizer.limit(a, budget - straddle)
+    # back_limit: the definition it was written from (a second search for the start's first token)
+    k = bisect.bisect_left(starts, b)
+    j = k - budget
+    if j <= 0:
+        want = 0 if k <= budget else starts[0]
+    else:
+        want = starts[j]
+        if bisect.bisect_left(starts, want) < j:
+            r = bisect.bisect_right(starts, want)
+            want = starts[r] if r < k else b
+    assert sizer.back_limit(b, budget) == want
