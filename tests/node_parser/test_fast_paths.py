@@ -381,3 +381,13 @@ def test_offset_sizer_searches_equal_their_plain_forms(starts, a, b, budget):
             r = bisect.bisect_right(starts, want)
             want = starts[r] if r < k else b
     assert sizer.back_limit(b, budget) == want
+
+
+def test_an_ascii_block_after_a_cjk_character_keeps_its_terminator():
+    """The CJK-terminator pattern looks behind ``lo``: ``!`` after ``中`` ends a sentence even when the
+    queried range itself is ASCII (the ASCII shortcut must not skip it; found by review)."""
+    level = SentenceLevel()
+    text = "中!abc def. Ghi jkl."
+    assert level.find(text, 1, len(text)) == level.find_reference(text, 1, len(text)) == [2, 11]
+    splitter = SentenceSplitter(chunk_size=4, chunk_overlap=0, paragraph_separator="中", tokenizer="cl100k_base")
+    assert splitter.split_text("前言中!abcdef ghijkl mnopqr. Ghi jkl.")[:2] == ["前言中!", "abcdef ghijkl"]

@@ -190,8 +190,10 @@ class SentenceLevel:
 
     def _find_block(self, text: str, lo: int, hi: int) -> List[int]:
         # no CJK terminator (none in ASCII text, which an ASCII check finds far cheaper than the
-        # pattern's scan; ``str.isascii`` of a whole text is a flag): one English piece
-        if text.isascii() or text[lo:hi].isascii() or CJK_TERMINATORS.search(text, lo, hi) is None:
+        # pattern's scan; ``str.isascii`` of a whole text is a flag): one English piece.  The
+        # pattern's look-behind sees the character before ``lo`` (a CJK one makes a ``!`` at ``lo``
+        # a terminator), so that character is checked with the block.
+        if text.isascii() or text[max(lo - 1, 0) : hi].isascii() or CJK_TERMINATORS.search(text, lo, hi) is None:
             out: List[int] = []
             self._english(text, lo, hi, out)
             return out

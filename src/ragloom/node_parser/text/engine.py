@@ -106,7 +106,8 @@ class OffsetSizer:
         self.max_per_char = max_per_char
 
     def tokens(self, a: int, b: int) -> int:
-        """Tokens starting in ``[a, b)`` (``0`` when ``b <= a``)."""
+        """Tokens starting in ``[a, b)`` (``0`` when ``b <= a``); searches ``b`` only among the
+        ``(b - a) * max_per_char`` starts after ``a``, so it relies on that bound."""
         if b <= a:
             return 0
         st = self.st
@@ -313,12 +314,9 @@ class LimitSizer:
                     lo = mid + 1
         return lo
 
-    def straddles(self, a: int) -> int:
-        return self.base.straddles(a)
-
     def chunk_limit(self, a: int, budget: int) -> int:
-        """The end of a chunk starting at ``a``: :meth:`limit` of ``budget - straddles(a)`` (of
-        ``budget`` when it is 1)."""
+        """The end of a chunk starting at ``a``: :meth:`limit` of ``budget`` less the base model's
+        ``straddles(a)`` (of ``budget`` when it is at most 1)."""
         return self.limit(a, budget - self.base.straddles(a) if budget > 1 else budget)
 
     def token_unit(self, x: int) -> Span:
