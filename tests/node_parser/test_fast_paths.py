@@ -1,6 +1,7 @@
 """Fast paths of the span engine compared with their plain (slow, exact) forms,
 on random text (hypothesis) and on real Markdown and Chinese text."""
 
+import bisect
 import glob
 import random
 from pathlib import Path
@@ -359,8 +360,6 @@ _starts = st.lists(st.integers(0, 60), max_size=40).map(sorted)
 def test_offset_sizer_searches_equal_their_plain_forms(starts, a, b, budget):
     """``OffsetSizer``'s searches (bounded by ``max_per_char``, one search for a chunk's end, the
     previous start compared instead of a second search) equal their definitions on the starts."""
-    import bisect
-
     n = 61
     # at most max_per_char starts in one character (the bound tokens() relies on)
     if any(starts.count(x) > 4 for x in set(starts)):

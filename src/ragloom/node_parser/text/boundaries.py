@@ -50,6 +50,8 @@ def _has_ascii_end(text: str, lo: int, hi: int) -> bool:
     several times cheaper per character than the pattern's character-class scan (which this level
     runs over most of a Chinese text, where the answer is no)."""
     return text.find(".", lo, hi) != -1 or text.find("?", lo, hi) != -1 or text.find("!", lo, hi) != -1
+
+
 _END, _START = re.Match.end, re.Match.start  # mapped over matches: no Python frame per match
 
 

@@ -122,11 +122,8 @@ class OffsetSizer:
     def chunk_limit(self, a: int, budget: int) -> int:
         """The end of a chunk starting at ``a``: :meth:`limit` of ``budget - straddles(a)`` when
         ``budget > 1`` (see :meth:`straddles`), else of ``budget``; one search of the starts."""
-        st = self.st
-        i = bisect.bisect_left(st, a)
-        if budget > 1 and i > 0 and (i == len(st) or st[i] != a):
-            budget -= 1
-        return self._limit_from(i, a, budget)
+        i = bisect.bisect_left(self.st, a)
+        return self._limit_from(i, a, budget - self._straddles_at(i, a) if budget > 1 else budget)
 
     def _limit_from(self, i: int, a: int, budget: int) -> int:
         """:meth:`limit`, given ``i``, the index of the first token start at or after ``a``."""
@@ -144,9 +141,12 @@ class OffsetSizer:
         """``1`` when ``a`` falls inside a token (after its first character: the token is cut, and
         its piece from ``a`` on re-tokenizes into at least one token that ``tokens(a, ·)`` does not
         count), else ``0``."""
+        return self._straddles_at(bisect.bisect_left(self.st, a), a)
+
+    def _straddles_at(self, i: int, a: int) -> int:
+        """:meth:`straddles`, given ``i``, the index of the first token start at or after ``a``."""
         st = self.st
-        j = bisect.bisect_left(st, a)
-        return 0 if j == 0 or j < len(st) and st[j] == a else 1
+        return 0 if i == 0 or i < len(st) and st[i] == a else 1
 
     def back_limit(self, b: int, budget: int) -> int:
         """Smallest token start ``p`` with ``tokens(p, b) <= budget``."""
