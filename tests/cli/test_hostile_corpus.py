@@ -122,6 +122,22 @@ def _hwm():
     with open(os.environ["HWM_FILE"], "w") as f:
         f.write(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
 atexit.register(_hwm)
+if os.environ.get("PAUSE_FILE"):  # after the first commit with nodes: say so, wait for the test's Ctrl-C
+    import sqlite3, time
+    from ragloom.ingestion.engine import set_commit_hook
+    db = os.path.join(sys.argv[sys.argv.index("--index-dir") + 1], "ragloom.sqlite")
+    def _pause(event):
+        if event != "after_commit" or os.path.exists(os.environ["PAUSE_FILE"]):
+            return
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                if not con.execute("SELECT count(*) FROM vs_default_nodes").fetchone()[0]:
+                    return
+        except sqlite3.Error:  # no node table yet
+            return
+        open(os.environ["PAUSE_FILE"], "w").close()
+        time.sleep(300)
+    set_commit_hook(_pause)
 from ragloom.cli.main import main
 main()
 """
@@ -177,12 +193,15 @@ def test_hostile_corpus_is_reported_bounded_and_survives_ctrl_c(tmp_path: Path, 
     assert any("Stanley" in t for t in texts)  # a member of simple.zip
     assert sum("lantern" in t for t in texts) >= 5  # the long line, split
 
-    # Ctrl-C after the first committed batch, then a re-run: the same index as the clean build
+    # Ctrl-C after the first committed batch with nodes, then a re-run: the same index as the clean
+    # build.  The child pauses after that commit (the engine's commit hook), so the interrupt cannot miss the run
+    # (polling the database raced with a run that finished its last batches within one poll)
     idx = tmp_path / "interrupted"
-    proc = subprocess.Popen(_cmd(root, idx), env=_hwm_env(tmp_path / "interrupted.hwm"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    paused = tmp_path / "interrupted.paused"
+    proc = subprocess.Popen(_cmd(root, idx), env=dict(_hwm_env(tmp_path / "interrupted.hwm"), PAUSE_FILE=str(paused)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + RUN_TIMEOUT
-    while _nodes(idx) == 0 and proc.poll() is None and time.monotonic() < deadline:
+    while not paused.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=RUN_TIMEOUT)
