@@ -89,6 +89,36 @@ def _key_set(name: str, keys: Collection[str]) -> FrozenSet[str]:
     return frozenset(keys)
 
 
+def _escape_surrogates(value: Any) -> Any:
+    """``value`` with every string (dict keys included, in dicts, lists and tuples) that holds a
+    surrogate code point written with backslash escapes (``"a\\udc80"``)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_escape_surrogates(k): _escape_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_escape_surrogates(v) for v in value]
+    return value
+
+
+def metadata_json(metadata: Dict[str, Any]) -> bytes:
+    """The metadata part of :attr:`BaseNode.hash`: ``metadata`` as JSON (UTF-8 bytes) with sorted keys.
+
+    UTF-8 has no form for a lone surrogate (``"\\udc80"``, from a file name decoded with
+    ``surrogateescape``, say), so metadata holding one is written with its strings' surrogates as
+    backslash escapes instead of raising: a node has a hash whatever its metadata holds (the text
+    half of the hash encodes surrogates with ``surrogatepass``).  The ingestion engine replaces
+    such surrogates by U+FFFD before it hashes or stores anything, as it does in text.
+
+    Raises:
+        TypeError: a value has no JSON form (a custom object), as ``msgspec.json.encode`` raises.
+    """
+    try:
+        return msgspec.json.encode(metadata, order="sorted")
+    except UnicodeEncodeError:
+        return msgspec.json.encode(_escape_surrogates(metadata), order="sorted")
+
+
 class RelatedNodeInfo(msgspec.Struct, kw_only=True):
     """A pointer from one node to another: its id, type, (copied) metadata and hash."""
 
@@ -175,7 +205,7 @@ class BaseNode(msgspec.Struct, kw_only=True, tag_field="class_name"):
         h = hashlib.sha256()
         h.update(self.get_content(MetadataMode.NONE).encode("utf-8", "surrogatepass"))
         h.update(b"\x00")
-        h.update(msgspec.json.encode(self.content_metadata, order="sorted"))
+        h.update(metadata_json(self.content_metadata))
         return h.hexdigest()
 
     # -- relationships --------------------------------------------------------------

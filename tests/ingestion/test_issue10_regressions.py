@@ -490,6 +490,22 @@ def test_lone_surrogates_do_not_abort_the_run(embed):
     assert set(texts) == {"good", "bad"} and texts["bad"] == "Black tea \ufffd is brewed hotter."
 
 
+def test_lone_surrogates_in_metadata_are_replaced_and_the_document_ingested(embed, caplog):
+    """A file name decoded with ``surrogateescape`` puts lone surrogates in metadata; the document
+    was refused ("cannot be stored as JSON (file_name: str)").  As in text, they become U+FFFD,
+    with a warning, and the document is ingested beside the others."""
+    good = Document(id_="good", text="Green tea is brewed at 80 degrees.", metadata={"file_name": "ok.txt"})
+    bad = Document(
+        id_="bad", text="Black tea is brewed hotter.", metadata={"file_name": "b\udc80d.txt", "tags": ["x\ud800"]}
+    )
+    with caplog.at_level(logging.WARNING, logger="ragloom.ingestion.engine"):
+        index = VectorStoreIndex.from_documents([good, bad], embed_model=embed, transformations=[sentence(embed, 64)])
+    metas = {n.ref_doc_id: n.metadata for n in index.vector_store.get_nodes(None)}
+    assert metas["bad"] == {"file_name": "b\ufffdd.txt", "tags": ["x\ufffd"]}
+    assert metas["good"] == {"file_name": "ok.txt"}
+    assert "lone surrogate characters in its metadata" in caplog.text
+
+
 def test_changed_custom_transformation_reruns(embed):
     from ragloom.schema import TransformComponent
 

@@ -390,3 +390,24 @@ def test_an_ascii_block_after_a_cjk_character_keeps_its_terminator():
     assert level.find(text, 1, len(text)) == level.find_reference(text, 1, len(text)) == [2, 11]
     splitter = SentenceSplitter(chunk_size=4, chunk_overlap=0, paragraph_separator="中", tokenizer="cl100k_base")
     assert splitter.split_text("前言中!abcdef ghijkl mnopqr. Ghi jkl.")[:2] == ["前言中!", "abcdef ghijkl"]
+
+
+def test_a_lone_surrogate_in_metadata_does_not_abort_the_batch():
+    """UTF-8 has no form for a lone surrogate, and the metadata half of a node's hash once raised
+    ``UnicodeEncodeError`` for one, aborting every document of the call.  Now each document gets
+    its nodes, the PREVIOUS/NEXT links carry the hash the neighbour itself reports, and metadata
+    differing only in which surrogate it holds hashes differently."""
+    body = "Tea is brewed. " * 40
+    docs = [
+        Document(id_="good", text=body, metadata={"file_name": "ok.txt"}),
+        Document(id_="bad", text=body, metadata={"file_name": "b\udc80d.txt", "tags": ["x\ud800"], "k\udc81": 1}),
+        Document(id_="bad2", text=body, metadata={"file_name": "b\udc81d.txt", "tags": ["x\ud800"], "k\udc81": 1}),
+    ]
+    splitter = SentenceSplitter(chunk_size=32, chunk_overlap=0, tokenizer="cl100k_base")
+    nodes = splitter.get_nodes_from_documents(docs)
+    by_doc = {d.id_: [n for n in nodes if n.ref_doc_id == d.id_] for d in docs}
+    assert all(len(v) > 1 for v in by_doc.values())
+    for group in by_doc.values():
+        for prev, nxt in zip(group, group[1:], strict=False):
+            assert prev.next_node.hash == nxt.hash and nxt.prev_node.hash == prev.hash
+    assert by_doc["bad"][0].hash != by_doc["bad2"][0].hash != by_doc["good"][0].hash

@@ -232,9 +232,38 @@ def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
     )
 
 
+def _valid_metadata(value: Any) -> Any:
+    """``value`` with lone surrogates in its strings (dict keys included, in dicts, lists and
+    tuples) replaced by U+FFFD: a copy of its containers."""
+    from ragloom.tokenizers.base import valid_unicode
+
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, dict):
+        return {_valid_metadata(k): _valid_metadata(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_metadata(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_valid_metadata(v) for v in value)
+    return value
+
+
+def _has_surrogates(metadata: Dict[str, Any]) -> bool:
+    """Whether encoding ``metadata`` as JSON fails for a lone surrogate (UTF-8 has no form for it)."""
+    try:
+        msgspec.json.encode(metadata)
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, msgspec.EncodeError, OverflowError):  # reported by _bad_metadata
+        return False
+    return False
+
+
 def _repair_text(nodes: Sequence[BaseNode]) -> None:
-    """Replace lone surrogates in the inputs' text by U+FFFD (one character for one: offsets hold),
-    with a warning: no tokenizer, model or store accepts them, and the rest of the text is fine."""
+    """Replace lone surrogates in the inputs' text and metadata strings by U+FFFD (one character
+    for one: offsets hold), with a warning: no tokenizer, model or store accepts them (UTF-8 has
+    no form for them; a file name decoded with ``surrogateescape`` holds them), and the rest of
+    the document is fine."""
     from ragloom.schema import TextNode
     from ragloom.tokenizers.base import valid_unicode
 
@@ -245,6 +274,10 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
                 logger.warning("document %s: lone surrogate characters in its text replaced by U+FFFD",
                                source_id(node))
                 node.text = fixed
+        if _has_surrogates(node.metadata):
+            logger.warning("document %s: lone surrogate characters in its metadata replaced by U+FFFD",
+                           source_id(node))
+            node.metadata = _valid_metadata(node.metadata)
 
 
 def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentFailure]:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-import msgspec
-
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
     BaseNode,
     NodeRelationship,
     RelatedNodeInfo,
     TextNode,
+    metadata_json,
 )
 
 __all__ = ["Piece", "build_nodes", "node_ids", "piece_metadata"]
@@ -88,7 +87,7 @@ def _content_tail(meta: Dict[str, Any], ex_embed: Sequence[str], ex_llm: Sequenc
     """The metadata half of :attr:`BaseNode.hash`: ``b"\\x00" +`` the sorted JSON of
     :attr:`BaseNode.content_metadata`."""
     both = set(ex_embed) & set(ex_llm)
-    return b"\x00" + msgspec.json.encode({k: v for k, v in meta.items() if k not in both}, order="sorted")
+    return b"\x00" + metadata_json({k: v for k, v in meta.items() if k not in both})
 
 
 def build_nodes(
