@@ -122,6 +122,10 @@ def _hwm():
     with open(os.environ["HWM_FILE"], "w") as f:
         f.write(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
 atexit.register(_hwm)
+if os.environ.get("COMMIT_DELAY"):  # seconds to wait after each commit: a run slow enough to interrupt
+    import time
+    from ragloom.ingestion.engine import set_commit_hook
+    set_commit_hook(lambda event: time.sleep(float(os.environ["COMMIT_DELAY"])) if event == "after_commit" else None)
 from ragloom.cli.main import main
 main()
 """
@@ -177,10 +181,14 @@ def test_hostile_corpus_is_reported_bounded_and_survives_ctrl_c(tmp_path: Path, 
     assert any("Stanley" in t for t in texts)  # a member of simple.zip
     assert sum("lantern" in t for t in texts) >= 5  # the long line, split
 
-    # Ctrl-C after the first committed batch, then a re-run: the same index as the clean build
+    # Ctrl-C after the first committed batch, then a re-run: the same index as the clean build.  The
+    # child waits a quarter second after each commit (about 18 of them), so the interrupt, sent once a
+    # 50 ms poll sees nodes, lands with batches still to come even on a loaded machine (without the
+    # wait a run once finished its last batches within one poll).  A short wait, not a pause until
+    # the signal: the commit can run on a thread that SIGINT's KeyboardInterrupt never reaches.
     idx = tmp_path / "interrupted"
-    proc = subprocess.Popen(_cmd(root, idx), env=_hwm_env(tmp_path / "interrupted.hwm"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(_cmd(root, idx), env=dict(_hwm_env(tmp_path / "interrupted.hwm"), COMMIT_DELAY="0.25"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + RUN_TIMEOUT
     while _nodes(idx) == 0 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
