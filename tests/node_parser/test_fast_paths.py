@@ -411,3 +411,35 @@ def test_a_lone_surrogate_in_metadata_does_not_abort_the_batch():
         for prev, nxt in zip(group, group[1:], strict=False):
             assert prev.next_node.hash == nxt.hash and nxt.prev_node.hash == prev.hash
     assert by_doc["bad"][0].hash != by_doc["bad2"][0].hash != by_doc["good"][0].hash
+
+
+def test_a_documents_metadata_header_is_encoded_once_per_call(monkeypatch):
+    """The embedded metadata header is checked against the budget, sized for packing and cut at
+    its last safe position for the edge counts; all three once encoded it (three tokenizer calls
+    on a string of up to chunk_size tokens, per document).  Now one encoding serves them, and every
+    chunk still fits with its header, counted whole."""
+    from ragloom.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    seen: list = []
+    plain = tok.encode_ordinary
+
+    def spy(text):
+        seen.append(text)
+        return plain(text)
+
+    monkeypatch.setattr(tok, "encode_ordinary", spy)
+    docs = [
+        Document(
+            id_=f"d{i}",
+            text=" ".join(f"Sentence {j} of document {i} is about tea." for j in range(60)),
+            metadata={"file_path": f"/data/tea/notes_{i}.md", "title": f"Notes on tea, part {i}"},
+        )
+        for i in range(3)
+    ]
+    nodes = SentenceSplitter(chunk_size=48, chunk_overlap=8, tokenizer=tok).get_nodes_from_documents(docs)
+    assert len(nodes) > 9
+    headers = [t for t in seen if "file_path:" in t]
+    assert len(headers) == len(docs), headers
+    for n in nodes:  # every chunk fits with its header, counted whole
+        assert len(plain(n.get_content(MetadataMode.EMBED))) <= 48

@@ -273,8 +273,10 @@ def check_metadata_overhead(
     wrappers: Sequence[Tuple[str, str, MetadataMode]],
     node: Optional[BaseNode],
     doc_id: Optional[str] = None,
+    counts: Optional[Dict[str, int]] = None,
 ) -> List[Tuple[str, str]]:
-    """Distinct ``(prefix, suffix)`` pairs of ``wrappers``, after checking each fits ``chunk_size``.
+    """Distinct ``(prefix, suffix)`` pairs of ``wrappers``, after checking each fits ``chunk_size``
+    (``counts``: the splitting call's remembered counts, see :func:`~ragloom.node_parser.text.engine.counted`).
 
     The metadata a chunk is embedded with must leave room for text: a document whose wrappers take
     ``chunk_size`` tokens or more raises; one whose wrappers take :data:`METADATA_WARN_SHARE` of it
@@ -293,7 +295,9 @@ def check_metadata_overhead(
         uniq.append((p, s))
         if not p and not s or chunk_size is None:
             continue
-        used = tokenizer.count(p) + tokenizer.count(s)
+        from ragloom.node_parser.text.engine import counted  # here: the package imports this module
+
+        used = counted(tokenizer, p, counts) + counted(tokenizer, s, counts)
         if used * 1.0 < chunk_size * METADATA_WARN_SHARE:
             continue
         keys = tuple(node._visible_metadata(mode).keys()) if node is not None else ()
@@ -546,9 +550,12 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         )
 
     def _check_overhead(
-        self, wrappers: Sequence[Tuple[str, str, MetadataMode]], node: Optional[BaseNode]
+        self,
+        wrappers: Sequence[Tuple[str, str, MetadataMode]],
+        node: Optional[BaseNode],
+        counts: Optional[Dict[str, int]] = None,
     ) -> List[Tuple[str, str]]:
-        return check_metadata_overhead(self.tokenizer, self.chunk_size, wrappers, node)
+        return check_metadata_overhead(self.tokenizer, self.chunk_size, wrappers, node, counts=counts)
 
     def split_spans(self, text: str, metadata_str: Optional[str] = None) -> List[Span]:
         """``(start, end)`` character spans of the chunks of ``text`` (whitespace-stripped).
@@ -562,9 +569,9 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         wrappers: List[Tuple[str, str, MetadataMode]] = [("", "", MetadataMode.NONE)]
         if metadata_str is not None and metadata_str.strip():
             wrappers = [(metadata_str.strip() + "\n\n", "", MetadataMode.EMBED)]
-        uniq = self._check_overhead(wrappers, None)
-        spans: List[Span] = []
         edge_counts: Dict[str, int] = {}
+        uniq = self._check_overhead(wrappers, None, edge_counts)
+        spans: List[Span] = []
         for a, b in text_sections(text):
             section = text if (a, b) == (0, len(text)) else text[a:b]
             sizer = make_sizers(self.tokenizer, [section])[0]
@@ -621,7 +628,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
             for piece, sizer in zip(batch, sizers, strict=True):
                 if piece.start == 0:
                     wrappers = _wrappers_for(piece.doc) if self.include_metadata else [("", "", MetadataMode.NONE)]
-                    uniq = self._check_overhead(wrappers, piece.doc)
+                    uniq = self._check_overhead(wrappers, piece.doc, edge_counts)
                     spans = []
                 shift = piece.start
                 spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq, edge_counts))

@@ -323,11 +323,30 @@ class LimitSizer:
         return self.base.token_unit(x)
 
 
-def wrapper_overhead(tokenizer: BaseTokenizer, wrappers: Sequence[Tuple[str, str]]) -> int:
-    """Tokens the largest ``(prefix, suffix)`` of ``wrappers`` takes (0 without any)."""
+def wrapper_overhead(
+    tokenizer: BaseTokenizer, wrappers: Sequence[Tuple[str, str]], counts: Optional[Dict[str, int]] = None
+) -> int:
+    """Tokens the largest ``(prefix, suffix)`` of ``wrappers`` takes (0 without any); ``counts``: see
+    :func:`counted`."""
     if not any(p or s for p, s in wrappers):
         return 0
-    return max(tokenizer.count(p) + tokenizer.count(s) for p, s in wrappers)
+    return max(counted(tokenizer, p, counts) + counted(tokenizer, s, counts) for p, s in wrappers)
+
+
+def counted(tokenizer: BaseTokenizer, text: str, counts: Optional[Dict[str, int]] = None) -> int:
+    """``tokenizer.count(text)`` (0 for ``""``), remembered in ``counts`` when given: the exact counts
+    of the strings one splitting call has seen, keyed by the string (a document's metadata header is
+    checked against the budget, sized for packing and cut for the edge counts: one encoding)."""
+    if not text:
+        return 0
+    if counts is None:
+        return tokenizer.count(text)
+    n = counts.get(text)
+    if n is None:
+        if len(counts) >= 65536:
+            counts.clear()
+        n = counts[text] = tokenizer.count(text)
+    return n
 
 
 def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
@@ -350,6 +369,10 @@ class SpanCounter:
     def count(self, a: int, b: int, prefix: str = "", suffix: str = "") -> int:
         """Exact size of ``prefix + text[a:b] + suffix``."""
         raise NotImplementedError
+
+    def wrapper_tokens(self, wrappers: Sequence[Tuple[str, str]]) -> int:
+        """:func:`wrapper_overhead` of ``wrappers`` in :attr:`tok`."""
+        return wrapper_overhead(self.tok, wrappers)
 
     def worst_count(self, a: int, b: int, wrappers: Sequence[Tuple[str, str]]) -> int:
         """The largest :meth:`count` of ``text[a:b]`` over ``wrappers``."""
@@ -393,6 +416,10 @@ class ExactCounter(SpanCounter):
             self.safe, self.safe_rev = safe, safe_rev
             self._enc = tokenizer.encode_ordinary
 
+    def wrapper_tokens(self, wrappers: Sequence[Tuple[str, str]]) -> int:
+        """:func:`wrapper_overhead` of ``wrappers``, remembered with the call's edge counts."""
+        return wrapper_overhead(self.tok, wrappers, self._edge_counts)
+
     def _wrapper(self, wrapper: str, is_prefix: bool) -> Tuple[str, int]:
         """``(the part of the wrapper re-encoded with the chunk edge, tokens of the rest)``: a prefix
         is cut at its last safe position, a suffix at its first (the rest counted once, memoised)."""
@@ -403,10 +430,10 @@ class ExactCounter(SpanCounter):
             m = pattern.search(wrapper) if wrapper and pattern is not None else None
             if m is None:
                 got = (wrapper, 0)
-            elif is_prefix:
-                got = (wrapper[m.start() :], len(self._enc(wrapper[: m.start()])))  # type: ignore[misc]
-            else:
-                got = (wrapper[: m.start()], len(self._enc(wrapper[m.start() :])))  # type: ignore[misc]
+            else:  # a safe position splits the count: the rest is the whole less the edge part
+                h = m.start()
+                part = wrapper[h:] if is_prefix else wrapper[:h]
+                got = (part, counted(self.tok, wrapper, self._edge_counts) - self._count_str(part))
             memo[wrapper] = got
         return got
 
@@ -819,7 +846,7 @@ def pack_spans(  # noqa: C901
     first, end_all = strip_span(text, 0, n)
     if first >= end_all:
         return []
-    overhead = wrapper_overhead(counter.tok, wrappers)
+    overhead = counter.wrapper_tokens(wrappers)
     budget = chunk_size - overhead
     if budget <= 0:
         raise ValueError(f"no room for text: wrappers take {overhead} tokens of chunk_size {chunk_size}")
