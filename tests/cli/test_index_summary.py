@@ -50,12 +50,14 @@ def test_human_summary_shows_embedded_and_reused(tmp_path):
     res = runner.invoke(cli, ["index", str(docs), "--index-dir", str(idx), "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "embedded, 0 reused from the embedding cache" in res.output
+    assert "embed model     sentence-transformers/all-MiniLM-L6-v2" in res.output
 
 
 def test_fast_builds_an_int8_index_that_keeps_its_variant(tmp_path):
     runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
     summary = _index(runner, docs, idx, "--fast")
     assert summary["nodes_written"] == 3, summary
+    assert summary["embed_model"] == "sentence-transformers/all-MiniLM-L6-v2" and summary["embed_quantize"] == "int8"
     q = runner.invoke(cli, ["query", "how hot is the water for green tea", "--index-dir", str(idx), "--json"])
     assert q.exit_code == 0, q.output
     assert "eighty degrees" in json.loads(q.stdout)["results"][0]["text"]

@@ -177,6 +177,8 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
     click.echo(f"  nodes written   {s['nodes_written']}  ({s['tokens_embedded']} tokens): "
                f"{s['nodes_embedded']} embedded, {s['nodes_reused']} reused from the embedding cache")
     click.echo(f"  nodes in index  {s['nodes_total']}")
+    variant = f" ({s['embed_quantize']})" if s.get("embed_quantize") else ""
+    click.echo(f"  embed model     {s['embed_model']}{variant}")
     if s.get("engine") == "ray":
         click.echo(f"  engine          ray, {s['ray_workers']} embed worker(s)")
     if s.get("vector_store"):

@@ -79,6 +79,8 @@ class IndexSummary:
     parser: str = DEFAULT_PARSER
     #: chunks left out as junk, per file: ``[{"path", "chunks", "kinds": {kind: count}}]``
     junk: List[Dict[str, Any]] = field(default_factory=list)
+    #: the quantized variant of ``embed_model`` the vectors are in (``"int8"``), ``None`` for full precision
+    embed_quantize: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
@@ -572,6 +574,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         chunk_overlap=splitter.chunk_overlap,
         rechunked=rechunk,
         embed_model=model.model_name,
+        embed_quantize=model.to_config().get("quantize"),
         embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
