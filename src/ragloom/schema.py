@@ -18,6 +18,7 @@ import copy
 import datetime
 import decimal
 import hashlib
+import json
 import uuid
 from abc import ABC, abstractmethod
 from enum import Enum
@@ -89,34 +90,27 @@ def _key_set(name: str, keys: Collection[str]) -> FrozenSet[str]:
     return frozenset(keys)
 
 
-def _escape_surrogates(value: Any) -> Any:
-    """``value`` with every string (dict keys included, in dicts, lists and tuples) that holds a
-    surrogate code point written with backslash escapes (``"a\\udc80"``)."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_escape_surrogates(k): _escape_surrogates(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_escape_surrogates(v) for v in value]
-    return value
-
-
 def metadata_json(metadata: Dict[str, Any]) -> bytes:
     """The metadata part of :attr:`BaseNode.hash`: ``metadata`` as JSON (UTF-8 bytes) with sorted keys.
 
     UTF-8 has no form for a lone surrogate (``"\\udc80"``, from a file name decoded with
-    ``surrogateescape``, say), so metadata holding one is written with its strings' surrogates as
-    backslash escapes instead of raising: a node has a hash whatever its metadata holds (the text
-    half of the hash encodes surrogates with ``surrogatepass``).  The ingestion engine replaces
-    such surrogates by U+FFFD before it hashes or stores anything, as it does in text.
+    ``surrogateescape``, say), which ``msgspec`` refuses; metadata holding one is written by the
+    standard library's ``json`` instead, with the surrogates encoded as ``surrogatepass`` (as the
+    text half of the hash encodes them).  Those bytes are never valid UTF-8, so they never equal the
+    form of metadata without surrogates, whose bytes (and so hashes) are ``msgspec``'s as before.
+    The ingestion engine replaces such surrogates before it hashes or stores anything.
 
     Raises:
-        TypeError: a value has no JSON form (a custom object), as ``msgspec.json.encode`` raises.
+        TypeError: a value has no JSON form (a custom object), or (with a surrogate) a key is not a
+            string.
+        msgspec.EncodeError: a value ``msgspec`` cannot encode (an int beyond 64 bits, say).
     """
     try:
         return msgspec.json.encode(metadata, order="sorted")
     except UnicodeEncodeError:
-        return msgspec.json.encode(_escape_surrogates(metadata), order="sorted")
+        text = json.dumps(metadata, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                          default=msgspec.to_builtins)
+        return text.encode("utf-8", "surrogatepass")
 
 
 class RelatedNodeInfo(msgspec.Struct, kw_only=True):

@@ -492,18 +492,55 @@ def test_lone_surrogates_do_not_abort_the_run(embed):
 
 def test_lone_surrogates_in_metadata_are_replaced_and_the_document_ingested(embed, caplog):
     """A file name decoded with ``surrogateescape`` puts lone surrogates in metadata; the document
-    was refused ("cannot be stored as JSON (file_name: str)").  As in text, they become U+FFFD,
-    with a warning, and the document is ingested beside the others."""
+    was refused ("cannot be stored as JSON (file_name: str)").  Now, with a warning, each byte's
+    surrogate U+DCNN becomes U+10FENN, as in the readers' file paths (two such keys stay two keys,
+    and an excluded key stays excluded), any other surrogate U+FFFD, and the document is ingested
+    beside the others."""
     good = Document(id_="good", text="Green tea is brewed at 80 degrees.", metadata={"file_name": "ok.txt"})
     bad = Document(
-        id_="bad", text="Black tea is brewed hotter.", metadata={"file_name": "b\udc80d.txt", "tags": ["x\ud800"]}
+        id_="bad",
+        text="Black tea is brewed hotter.",
+        metadata={"file_name": "b\udc80d.txt", "tags": ["x\ud800"], "k" + chr(0xDC80): 1, "k" + chr(0xDC81): 2},
+        excluded_embed_metadata_keys=["k\udc80"],
     )
     with caplog.at_level(logging.WARNING, logger="ragloom.ingestion.engine"):
         index = VectorStoreIndex.from_documents([good, bad], embed_model=embed, transformations=[sentence(embed, 64)])
-    metas = {n.ref_doc_id: n.metadata for n in index.vector_store.get_nodes(None)}
-    assert metas["bad"] == {"file_name": "b\ufffdd.txt", "tags": ["x\ufffd"]}
-    assert metas["good"] == {"file_name": "ok.txt"}
+    stored = {n.ref_doc_id: n for n in index.vector_store.get_nodes(None)}
+    assert stored["bad"].metadata == {
+        "file_name": "b\U0010fe80d.txt", "tags": ["x\ufffd"], "k\U0010fe80": 1, "k\U0010fe81": 2
+    }
+    assert "k\U0010fe80" not in stored["bad"].get_content(MetadataMode.EMBED)
+    assert "k\U0010fe81: 2" in stored["bad"].get_content(MetadataMode.EMBED)
+    assert stored["good"].metadata == {"file_name": "ok.txt"}
     assert "lone surrogate characters in its metadata" in caplog.text
+
+
+def test_nodes_split_from_a_document_with_surrogate_metadata_are_stored_with_the_others(embed):
+    """The splitter copies a document's metadata into each node's SOURCE relationship; those copies
+    held the surrogates too, and storing such nodes raised for the whole batch."""
+    good = Document(id_="good", text="Green tea is brewed at 80 degrees.", metadata={"file_name": "ok.txt"})
+    bad = Document(id_="bad", text="Black tea is brewed hotter.", metadata={"file_name": "b\udc80d.txt"})
+    nodes = sentence(embed, 64).get_nodes_from_documents([bad, good])
+    info = nodes[0].source_node
+    index = VectorStoreIndex(nodes=nodes, embed_model=embed)
+    stored = {n.ref_doc_id: n for n in index.vector_store.get_nodes(None)}
+    assert set(stored) == {"good", "bad"}
+    assert stored["bad"].source_node.metadata == {"file_name": "b\U0010fe80d.txt"}
+    # the node is repaired in place, with a new SOURCE link; the link object the caller holds is as it was
+    assert nodes[0].source_node.metadata == {"file_name": "b\U0010fe80d.txt"}
+    assert info.metadata == {"file_name": "b\udc80d.txt"}
+
+
+def test_a_surrogate_beside_a_value_with_no_json_form_names_only_that_value(embed):
+    class Opaque:
+        pass
+
+    sc = StorageContext.from_defaults()
+    batch = docs()
+    batch[1] = Document(id_=batch[1].id_, text=batch[1].text, metadata={"a": Opaque(), "b": "x\udc80"})
+    p = pipeline(sc, [sentence(embed, 64), embed])
+    p.run(documents=batch)
+    assert [f.doc_id for f in p.last_stats.failed] == [batch[1].id_] and p.last_stats.failed[0].keys == ("a",)
 
 
 def test_changed_custom_transformation_reruns(embed):

@@ -411,6 +411,17 @@ def test_a_lone_surrogate_in_metadata_does_not_abort_the_batch():
         for prev, nxt in zip(group, group[1:], strict=False):
             assert prev.next_node.hash == nxt.hash and nxt.prev_node.hash == prev.hash
     assert by_doc["bad"][0].hash != by_doc["bad2"][0].hash != by_doc["good"][0].hash
+    # a literal backslash escape is other metadata than the surrogate it spells
+    spelled = Document(id_="bad", text=body, metadata={"file_name": "b\\udc80d.txt", "tags": ["x\\ud800"],
+                                                        "k\\udc81": 1})
+    assert spelled.hash != docs[1].hash
+
+
+def test_ordinary_metadata_hashes_as_before():
+    """Hashes of metadata without surrogates are msgspec's sorted JSON as before the surrogate
+    fallback (a value computed by the earlier code): stored indexes see no change."""
+    node = Document(text="abc", metadata={"a": 1, "b": "x", "c": [1.5, None]})
+    assert node.hash == "0853399c6b453a739053ad3501462f0d7eaa864486972395d71312b03ac44deb"
 
 
 def test_a_documents_metadata_header_is_encoded_once_per_call(monkeypatch):

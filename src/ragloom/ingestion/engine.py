@@ -233,12 +233,14 @@ def _bad_metadata(node: BaseNode) -> Optional[DocumentError]:
 
 
 def _valid_metadata(value: Any) -> Any:
-    """``value`` with lone surrogates in its strings (dict keys included, in dicts, lists and
-    tuples) replaced by U+FFFD: a copy of its containers."""
-    from ragloom.tokenizers.base import valid_unicode
+    """``value`` with the lone surrogates in its strings (dict keys included, in dicts, lists and
+    tuples) replaced as :func:`~ragloom.readers.base.path_text` replaces them in file paths: the
+    byte 0xNN of a ``surrogateescape``-decoded name (U+DCNN) becomes U+10FENN, so distinct names
+    (and keys) stay distinct; any other surrogate becomes U+FFFD.  A copy of its containers."""
+    from ragloom.readers.base import path_text
 
     if isinstance(value, str):
-        return valid_unicode(value)
+        return path_text(value)
     if isinstance(value, dict):
         return {_valid_metadata(k): _valid_metadata(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -248,22 +250,37 @@ def _valid_metadata(value: Any) -> Any:
     return value
 
 
-def _has_surrogates(metadata: Dict[str, Any]) -> bool:
-    """Whether encoding ``metadata`` as JSON fails for a lone surrogate (UTF-8 has no form for it)."""
-    try:
-        msgspec.json.encode(metadata)
-    except UnicodeEncodeError:
-        return True
-    except (TypeError, msgspec.EncodeError, OverflowError):  # reported by _bad_metadata
+def _holds_surrogates(value: Any) -> bool:
+    """Whether a string in ``value`` (dict keys included, in dicts, lists and tuples) holds a
+    surrogate code point, which UTF-8 (and so JSON and every store) has no form for."""
+    if isinstance(value, str):
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
         return False
+    if isinstance(value, dict):
+        return any(_holds_surrogates(k) or _holds_surrogates(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(map(_holds_surrogates, value))
     return False
 
 
+def _related(infos: Any) -> List[Any]:
+    return infos if isinstance(infos, list) else [infos]
+
+
 def _repair_text(nodes: Sequence[BaseNode]) -> None:
-    """Replace lone surrogates in the inputs' text and metadata strings by U+FFFD (one character
-    for one: offsets hold), with a warning: no tokenizer, model or store accepts them (UTF-8 has
-    no form for them; a file name decoded with ``surrogateescape`` holds them), and the rest of
-    the document is fine."""
+    """Make the inputs' strings valid Unicode, with a warning: no tokenizer, model or store accepts
+    a lone surrogate (UTF-8 has no form for it; a file name decoded with ``surrogateescape`` holds
+    them), and the rest of the document is fine.  In text, each becomes U+FFFD (one character for
+    one: offsets hold); in metadata, in the excluded-key lists and in the metadata copied into the
+    node's relationships, each is replaced as :func:`_valid_metadata` says.  The node is changed in
+    place (its metadata, lists and relationships replaced by repaired copies; the caller's own
+    dicts, lists and ``RelatedNodeInfo`` objects are left as they were).  The PREVIOUS/NEXT links'
+    ``hash`` values, computed by a parser before the repair, are left as they were."""
     from ragloom.schema import TextNode
     from ragloom.tokenizers.base import valid_unicode
 
@@ -274,15 +291,35 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
                 logger.warning("document %s: lone surrogate characters in its text replaced by U+FFFD",
                                source_id(node))
                 node.text = fixed
-        if _has_surrogates(node.metadata):
-            logger.warning("document %s: lone surrogate characters in its metadata replaced by U+FFFD",
-                           source_id(node))
+        infos = [i for v in node.relationships.values() for i in _related(v)]
+        if (
+            _holds_surrogates(node.metadata)
+            or _holds_surrogates(node.excluded_embed_metadata_keys)
+            or _holds_surrogates(node.excluded_llm_metadata_keys)
+            or any(_holds_surrogates(i.metadata) for i in infos)
+        ):
+            logger.warning("document %s: lone surrogate characters in its metadata replaced", source_id(node))
             node.metadata = _valid_metadata(node.metadata)
+            node.excluded_embed_metadata_keys = _valid_metadata(list(node.excluded_embed_metadata_keys))
+            node.excluded_llm_metadata_keys = _valid_metadata(list(node.excluded_llm_metadata_keys))
+            node.relationships = {
+                rel: [_valid_info(i) for i in v] if isinstance(v, list) else _valid_info(v)
+                for rel, v in node.relationships.items()
+            }
+
+
+def _valid_info(info: Any) -> Any:
+    """A copy of the ``RelatedNodeInfo`` ``info`` with :func:`_valid_metadata` metadata (``info``
+    itself when its metadata holds no surrogate)."""
+    if not _holds_surrogates(info.metadata):
+        return info
+    return msgspec.structs.replace(info, metadata=_valid_metadata(info.metadata))
 
 
 def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentFailure]:
     """Make one source's inputs storable before it is fingerprinted: lone surrogates in their text
-    become U+FFFD; metadata that is not JSON makes the source fail (returned, else ``None``)."""
+    and metadata are replaced (:func:`_repair_text`); metadata that is not JSON makes the source
+    fail (returned, else ``None``)."""
     _repair_text(nodes)
     bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
     return None if bad is None else _failure(doc_id, bad, nodes)

@@ -21,7 +21,7 @@ import numbers
 import json
 import logging
 from abc import abstractmethod
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from ragloom.callbacks.instrument import CallbackManagerMixin, enter_component, instrument_methods, leave_component
 from ragloom.callbacks.schema import CBEventType, EventPayload
@@ -34,6 +34,9 @@ from ragloom.schema import (
     TextNode,
     TransformComponent,
 )
+
+if TYPE_CHECKING:
+    from ragloom.node_parser.text.engine import CallCounts
 
 logger = logging.getLogger(__name__)
 
@@ -533,17 +536,17 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
 
     # -- spans -------------------------------------------------------------------------
     def _pack(
-        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], edge_counts: Optional[Dict[str, int]] = None
+        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], counts: Optional["CallCounts"] = None
     ) -> List[Span]:
-        """Spans of ``text`` (see :func:`~ragloom.node_parser.text.engine.pack_spans`); ``edge_counts``:
-        the short-edge counts shared by the texts of one call (:class:`ExactCounter`)."""
+        """Spans of ``text`` (see :func:`~ragloom.node_parser.text.engine.pack_spans`); ``counts``:
+        the counts the texts of one call share (:class:`~ragloom.node_parser.text.engine.CallCounts`)."""
         from ragloom.node_parser.text.engine import ExactCounter, pack_spans
 
         return pack_spans(
             text,
             self._levels(),
             sizer,
-            ExactCounter(self.tokenizer, sizer, edge_counts),
+            ExactCounter(self.tokenizer, sizer, counts),
             self.chunk_size,
             self.chunk_overlap,
             wrappers,
@@ -562,20 +565,20 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
 
         With ``metadata_str``, each chunk plus ``metadata_str + "\\n\\n"`` fits ``chunk_size``.
         """
-        from ragloom.node_parser.text.engine import make_sizers
+        from ragloom.node_parser.text.engine import CallCounts, make_sizers
 
         if not text or text.isspace():
             return []
         wrappers: List[Tuple[str, str, MetadataMode]] = [("", "", MetadataMode.NONE)]
         if metadata_str is not None and metadata_str.strip():
             wrappers = [(metadata_str.strip() + "\n\n", "", MetadataMode.EMBED)]
-        edge_counts: Dict[str, int] = {}
-        uniq = self._check_overhead(wrappers, None, edge_counts)
+        counts = CallCounts()
+        uniq = self._check_overhead(wrappers, None, counts.headers)
         spans: List[Span] = []
         for a, b in text_sections(text):
             section = text if (a, b) == (0, len(text)) else text[a:b]
             sizer = make_sizers(self.tokenizer, [section])[0]
-            spans.extend((x + a, y + a) for x, y in self._pack(section, sizer, uniq, edge_counts))
+            spans.extend((x + a, y + a) for x, y in self._pack(section, sizer, uniq, counts))
         return spans
 
     def split_text(self, text: str) -> List[str]:
@@ -595,7 +598,7 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
-        from ragloom.node_parser.text.engine import make_sizers
+        from ragloom.node_parser.text.engine import CallCounts, make_sizers
 
         todo: List[_Piece] = []
         for doc in documents:
@@ -621,17 +624,17 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         # the spans and metadata wrappers of the document being packed, section by section
         spans: List[Span] = []
         uniq: List[Tuple[str, str]] = []
-        edge_counts: Dict[str, int] = {}  # shared by the documents of this call
+        counts = CallCounts()  # shared by the documents of this call
 
         def handle(batch: List[_Piece], sizers: list) -> None:
             nonlocal spans, uniq
             for piece, sizer in zip(batch, sizers, strict=True):
                 if piece.start == 0:
                     wrappers = _wrappers_for(piece.doc) if self.include_metadata else [("", "", MetadataMode.NONE)]
-                    uniq = self._check_overhead(wrappers, piece.doc, edge_counts)
+                    uniq = self._check_overhead(wrappers, piece.doc, counts.headers)
                     spans = []
                 shift = piece.start
-                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq, edge_counts))
+                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq, counts))
                 if piece.last:
                     result.extend(self._build_nodes(piece.doc, piece.full, spans))
                     spans = []

@@ -62,6 +62,7 @@ __all__ = [
     "make_sizers",
     "strip_span",
     "wrapper_overhead",
+    "CallCounts",
 ]
 
 Span = Tuple[int, int]
@@ -334,19 +335,37 @@ def wrapper_overhead(
 
 
 def counted(tokenizer: BaseTokenizer, text: str, counts: Optional[Dict[str, int]] = None) -> int:
-    """``tokenizer.count(text)`` (0 for ``""``), remembered in ``counts`` when given: the exact counts
-    of the strings one splitting call has seen, keyed by the string (a document's metadata header is
-    checked against the budget, sized for packing and cut for the edge counts: one encoding)."""
+    """``tokenizer.count(text)`` (0 for ``""``), remembered in ``counts`` when given (keyed by the
+    string; emptied once it holds :data:`_HEADERS_KEPT` strings): a document's metadata header is
+    checked against the budget, sized for packing and cut for the edge counts with one encoding
+    (:attr:`CallCounts.headers`)."""
     if not text:
         return 0
     if counts is None:
         return tokenizer.count(text)
     n = counts.get(text)
     if n is None:
-        if len(counts) >= 65536:
+        if len(counts) >= _HEADERS_KEPT:
             counts.clear()
         n = counts[text] = tokenizer.count(text)
     return n
+
+
+#: metadata headers :func:`counted` remembers (each serves the pieces of one document, in order)
+_HEADERS_KEPT = 16
+
+
+class CallCounts:
+    """Exact token counts one splitting call remembers, by string: ``edges``, chunk edges of up to
+    :data:`_EDGE_CACHE_CHARS` characters (they repeat: a Markdown chunk often starts with "*" or "#"
+    and ends with "."; at most 65,536 kept), and ``headers``, the metadata headers of the last
+    :data:`_HEADERS_KEPT` documents (:func:`counted`)."""
+
+    __slots__ = ("edges", "headers")
+
+    def __init__(self) -> None:
+        self.edges: Dict[str, int] = {}
+        self.headers: Dict[str, int] = {}
 
 
 def make_sizers(tokenizer: BaseTokenizer, texts: Sequence[str]) -> List[Sizer]:
@@ -397,13 +416,14 @@ class ExactCounter(SpanCounter):
     counted once per wrapper, so a long metadata header is not re-encoded per chunk.
     """
 
-    def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer, edge_counts: Optional[Dict[str, int]] = None) -> None:
+    def __init__(self, tokenizer: BaseTokenizer, sizer: Sizer, counts: Optional[CallCounts] = None) -> None:
         self.tok = tokenizer
         self.sizer = sizer
-        # counts of short edges, shared by the counters of one splitting call (``edge_counts``): they
-        # repeat (a Markdown chunk often starts with "*" or "#" and ends with "."), and one encode
-        # call costs several microseconds however short its text
-        self._edge_counts: Dict[str, int] = {} if edge_counts is None else edge_counts
+        # counts shared by the counters of one splitting call (one encode call costs several
+        # microseconds however short its text)
+        counts = CallCounts() if counts is None else counts
+        self._edge_counts = counts.edges
+        self._header_counts = counts.headers
         self.text = sizer.text
         self.safe: Optional[SplitPattern] = None
         self.safe_rev: Optional[SplitPattern] = None
@@ -417,8 +437,8 @@ class ExactCounter(SpanCounter):
             self._enc = tokenizer.encode_ordinary
 
     def wrapper_tokens(self, wrappers: Sequence[Tuple[str, str]]) -> int:
-        """:func:`wrapper_overhead` of ``wrappers``, remembered with the call's edge counts."""
-        return wrapper_overhead(self.tok, wrappers, self._edge_counts)
+        """:func:`wrapper_overhead` of ``wrappers``, remembered with the call's header counts."""
+        return wrapper_overhead(self.tok, wrappers, self._header_counts)
 
     def _wrapper(self, wrapper: str, is_prefix: bool) -> Tuple[str, int]:
         """``(the part of the wrapper re-encoded with the chunk edge, tokens of the rest)``: a prefix
@@ -431,9 +451,10 @@ class ExactCounter(SpanCounter):
             if m is None:
                 got = (wrapper, 0)
             else:  # a safe position splits the count: the rest is the whole less the edge part
+                # (``tok.count`` is ``len(encode_ordinary(·))`` for the tokenizers with safe positions)
                 h = m.start()
                 part = wrapper[h:] if is_prefix else wrapper[:h]
-                got = (part, counted(self.tok, wrapper, self._edge_counts) - self._count_str(part))
+                got = (part, counted(self.tok, wrapper, self._header_counts) - self._count_str(part))
             memo[wrapper] = got
         return got
 

@@ -8,10 +8,13 @@ kept in them instead of stripped (:func:`keep_whitespace_spans`).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ragloom.node_parser.interface import IdFuncCallable, MetadataAwareTextSplitter
 from ragloom.node_parser.text.boundaries import word_levels
+
+if TYPE_CHECKING:
+    from ragloom.node_parser.text.engine import CallCounts
 
 __all__ = ["TokenTextSplitter", "keep_whitespace_spans"]
 
@@ -100,14 +103,14 @@ class TokenTextSplitter(MetadataAwareTextSplitter):
         return self._level_list
 
     def _pack(
-        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], edge_counts: Optional[Dict[str, int]] = None
+        self, text: str, sizer: Any, wrappers: Sequence[Tuple[str, str]], counts: Optional["CallCounts"] = None
     ) -> List[Span]:
-        spans = super()._pack(text, sizer, wrappers, edge_counts)
+        spans = super()._pack(text, sizer, wrappers, counts)
         if not self.keep_whitespaces or not spans:
             return spans
         from ragloom.node_parser.text.engine import ExactCounter
 
-        counter = ExactCounter(self.tokenizer, sizer, edge_counts)
+        counter = ExactCounter(self.tokenizer, sizer, counts)
         pairs = list(wrappers) or [("", "")]
 
         def fits(a: int, b: int) -> bool:
