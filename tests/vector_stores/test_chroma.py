@@ -321,7 +321,10 @@ def test_two_processes_write_one_persistent_collection_none_lost(tmp_path: Path)
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
-    # check from a fresh process: every record is in the ANN index and finds itself
+    # check from a fresh process: every record is in the ANN index and finds itself.  Among its 50
+    # nearest, not as the first: Chroma's HNSW searches with ef = max(10, n_results), and at ef 10 a
+    # record present in the index was once not its own first hit (CI, 1 of 5,400); a record the
+    # index lost is never returned at all
     check = textwrap.dedent(
         f"""
         import chromadb, json
@@ -330,7 +333,7 @@ def test_two_processes_write_one_persistent_collection_none_lost(tmp_path: Path)
         coll = client.get_collection("conc")
         got = coll.get(include=["embeddings"])
         missing = [i for i, e in zip(got["ids"], got["embeddings"])
-                   if coll.query(query_embeddings=[e], n_results=1)["ids"][0] != [i]]
+                   if i not in coll.query(query_embeddings=[e], n_results=50)["ids"][0]]
         n = len(got["ids"])
         print(json.dumps({{"count": coll.count(), "ids": n, "missing": missing[:20], "n_missing": len(missing)}}))
         """
