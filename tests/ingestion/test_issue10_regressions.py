@@ -531,6 +531,22 @@ def test_nodes_split_from_a_document_with_surrogate_metadata_are_stored_with_the
     assert info.metadata == {"file_name": "b\udc80d.txt"}
 
 
+def test_a_document_id_with_a_lone_surrogate_fails_alone(embed):
+    """An id built from an undecodable file name holds a lone surrogate, which no store can keep;
+    the docstore lookup raised ``UnicodeEncodeError`` for the whole call.  Ids are not rewritten
+    (callers look documents up by them): that document fails, named, and the others are stored."""
+    good = Document(id_="ok", text="Green tea is brewed at 80 degrees.")
+    bad = Document(id_="i\udc80d", text="Black tea is brewed hotter.")
+    index = VectorStoreIndex.from_documents([good, bad], embed_model=embed, transformations=[sentence(embed, 64)])
+    assert {n.ref_doc_id for n in index.vector_store.get_nodes(None)} == {"ok"}
+    sc = StorageContext.from_defaults()
+    p = pipeline(sc, [sentence(embed, 64), embed])
+    p.run(documents=[good, bad])
+    [failure] = p.last_stats.failed
+    assert failure.doc_id == "i\udc80d" and "lone surrogate" in failure.message and "valid-Unicode id" in failure.message
+    assert {n.ref_doc_id for n in sc.vector_store.get_nodes(None)} == {"ok"}
+
+
 def test_a_surrogate_beside_a_value_with_no_json_form_names_only_that_value(embed):
     class Opaque:
         pass

@@ -318,8 +318,17 @@ def _valid_info(info: Any) -> Any:
 
 def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentFailure]:
     """Make one source's inputs storable before it is fingerprinted: lone surrogates in their text
-    and metadata are replaced (:func:`_repair_text`); metadata that is not JSON makes the source
-    fail (returned, else ``None``)."""
+    and metadata are replaced (:func:`_repair_text`); an id holding one (the source's or a node's:
+    ids are not rewritten, a caller looks things up by them) or metadata that is not JSON makes the
+    source fail (returned, else ``None``)."""
+    bad_id = next((i for i in [doc_id, *(n.id_ for n in nodes)] if _holds_surrogates(i)), None)
+    if bad_id is not None:
+        return _failure(doc_id, DocumentError(
+            doc_id,
+            f"the id {bad_id!r} holds a lone surrogate (an undecodable byte of a file name, say), which no store "
+            "can keep; give the document a valid-Unicode id (ragloom.readers.base.path_text maps such a name "
+            "losslessly, as SimpleDirectoryReader(filename_as_id=True) does)",
+        ), nodes)
     _repair_text(nodes)
     bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
     return None if bad is None else _failure(doc_id, bad, nodes)
@@ -438,7 +447,8 @@ class IngestionEngine:
             bad = prepare_source(doc_id, nodes)
             if bad is not None:
                 plan.failed.append(bad)
-                plan.delete.append(doc_id)
+                if not _holds_surrogates(doc_id):  # (an id no store can hold has nothing stored)
+                    plan.delete.append(doc_id)
                 continue
             if continuing is not None and doc_id in continuing and not isinstance(nodes[0], Document):
                 known = {nid for nid, _ in continuing[doc_id]}
