@@ -454,3 +454,25 @@ def test_a_documents_metadata_header_is_encoded_once_per_call(monkeypatch):
     assert len(headers) == len(docs), headers
     for n in nodes:  # every chunk fits with its header, counted whole
         assert len(plain(n.get_content(MetadataMode.EMBED))) <= 48
+
+
+@pytest.mark.parametrize("cls", [SentenceSplitter, TokenTextSplitter])
+def test_a_header_leaving_three_tokens_still_splits_a_word_cut_inside_its_token(cls):
+    """With 3 tokens of room, a chunk starting at "architectures" (inside the size model's token
+    " architect") re-tokenizes into "arch", "itect": two more than the model counts, not one.  The
+    packer shrank the chunk by the whole excess at once, reached 0 and refused the document ("one
+    character may need several tokens") where a 1-token budget fits; it now tries every budget
+    down to one token.  A header that leaves no room for the first token names the document."""
+    from ragloom.tokenizers import get_tokenizer
+
+    tok = get_tokenizer("cl100k_base")
+    text = 'Technically, Deep Learning model architectures">models</dfn>.'
+    doc = Document(id_="doc-7", text=text, metadata={"title": "word " * 58})
+    nodes = cls(chunk_size=64, chunk_overlap=16, tokenizer=tok).get_nodes_from_documents([doc])
+    assert max(tok.count(n.get_content(MetadataMode.EMBED)) for n in nodes) <= 64
+    assert all(text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    assert "architectures" in "".join(n.text for n in nodes)
+    full = Document(id_="doc-8", text=text, metadata={"title": "word " * 60})
+    with pytest.raises(ValueError, match=r"document 'doc-8': cannot fit the text at char \d+ into chunk_size 64: "
+                                         r"with the embedded metadata \(63 tokens\)"):
+        cls(chunk_size=64, chunk_overlap=16, tokenizer=tok).get_nodes_from_documents([full])

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, NamedTupl
 
 from ragloom.callbacks.instrument import CallbackManagerMixin, enter_component, instrument_methods, leave_component
 from ragloom.callbacks.schema import CBEventType, EventPayload
+from ragloom.errors import DocumentError
 
 from ragloom.schema import (
     DEFAULT_TEXT_NODE_TMPL,
@@ -595,6 +596,19 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
 
         return build_nodes(self, node, spans, [text[a:b] for a, b in spans])
 
+    def _pack_piece(
+        self, piece: "_Piece", sizer: Any, wrappers: Sequence[Tuple[str, str]], counts: "CallCounts"
+    ) -> List[Span]:
+        """:meth:`_pack` of one piece of a document; a ``ValueError`` (no room for the text next to
+        its metadata) becomes a :class:`~ragloom.errors.DocumentError` naming the document, which the
+        ingestion engine fails alone."""
+        try:
+            return self._pack(piece.text, sizer, wrappers, counts)
+        except DocumentError:
+            raise
+        except ValueError as exc:
+            raise DocumentError(_source_name(piece.doc, None), str(exc)) from exc
+
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
@@ -634,7 +648,8 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
                     uniq = self._check_overhead(wrappers, piece.doc, counts.headers)
                     spans = []
                 shift = piece.start
-                spans.extend((a + shift, b + shift) for a, b in self._pack(piece.text, sizer, uniq, counts))
+                packed = self._pack_piece(piece, sizer, uniq, counts)
+                spans.extend((a + shift, b + shift) for a, b in packed)
                 if piece.last:
                     result.extend(self._build_nodes(piece.doc, piece.full, spans))
                     spans = []

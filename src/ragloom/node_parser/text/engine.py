@@ -912,13 +912,19 @@ def pack_spans(  # noqa: C901
                 worst = counter.worst_count(cs, ce, wrappers)
                 if worst <= chunk_size:
                     break
-                excess = worst - chunk_size
-                bud = min(bud - 1, sizer.tokens(s, e) - excess)
-                if bud <= 0:
-                    raise ValueError(
-                        f"cannot fit text at char {s} into chunk_size {chunk_size} "
-                        f"(wrappers take {overhead} tokens; one character may need several tokens)"
+                if bud <= 1:
+                    why = (
+                        f"with the embedded metadata ({overhead} tokens), the first token there makes {worst} tokens; "
+                        "raise chunk_size or exclude metadata keys from embedding (excluded_embed_metadata_keys)"
+                        if overhead
+                        else f"the first token there takes {worst} tokens on its own (a word cut from its space, or a "
+                        "character of several tokens); raise chunk_size"
                     )
+                    raise ValueError(f"cannot fit the text at char {s} into chunk_size {chunk_size}: {why}")
+                # shrink by the excess, in the size model's tokens; never below one token in one step:
+                # a chunk that starts inside a token can re-tokenize into more than the one extra token
+                # the size model allows for (" architect" cut at "a": "arch", "itect")
+                bud = max(1, min(bud - 1, sizer.tokens(s, e) - (worst - chunk_size)))
             if s >= end_all:
                 break
             if cs < ce:
