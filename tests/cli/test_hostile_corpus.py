@@ -196,6 +196,7 @@ def test_hostile_corpus_is_reported_bounded_and_survives_ctrl_c(tmp_path: Path, 
     _, err = proc.communicate(timeout=RUN_TIMEOUT)
     assert proc.returncode != 0, "the run ended before the interrupt: give it more work"
     assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
+    assert proc.returncode == 130 and b"run the same command again" in err, err.decode(errors="replace")[-2000:]
     partial = _nodes(idx)
     assert 0 < partial < len(state["nodes"])
     again, _ = _run(root, idx)

@@ -138,14 +138,19 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
             raise click.BadParameter(f"--fast is the bundled model in int8; it cannot be combined with "
                                      f"--embed-model {embed_model}")
         embed_model = "fast"
-    summary = run_index(
-        paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-        required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
-        full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
-        include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
-        max_file_size=int(max_file_size * 2**20) or None, read_timeout=read_timeout or None, keep_junk=keep_junk,
-        engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
-    )
+    try:
+        summary = run_index(
+            paths=list(paths), index_dir=index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+            required_exts=list(required_exts) or None, exclude=list(exclude) or None, recursive=recursive,
+            full=full, embed_model=embed_model, show_progress=not no_progress and not as_json,
+            include_hidden=include_hidden, files_per_batch=files_per_batch, wait=wait, parser=parser,
+            max_file_size=int(max_file_size * 2**20) or None, read_timeout=read_timeout or None, keep_junk=keep_junk,
+            engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
+        )
+    except KeyboardInterrupt:
+        click.echo("\nInterrupted. The batches written so far are kept; run the same command again to finish "
+                   "(it does only what is left).", err=True)
+        sys.exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
     if as_json:
         _echo_json(summary)
         return
