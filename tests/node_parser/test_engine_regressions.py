@@ -47,3 +47,23 @@ def test_reference_list_without_sentence_ends_does_not_hang(start, end):
     assert res["chunks"] > 0 and res["max_tokens"] <= 200
     # no text lost: every non-space character is in some chunk (no overlap here)
     assert res["chars"] >= res["nonspace"]
+
+
+def test_heavy_metadata_warns_once_per_set_of_keys_in_a_direct_call(caplog):
+    """Sixty documents sharing a heavy ``title`` logged sixty near-identical warnings from one
+    ``get_nodes_from_documents`` call; now each set of keys is named once (with its first document),
+    and another set of keys still gets its own warning."""
+    import logging
+
+    from ragloom.node_parser import SentenceSplitter
+    from ragloom.schema import Document
+
+    docs = [Document(id_=f"d{i}", text="Tea is brewed. " * 30, metadata={"title": "a long title word " * 8})
+            for i in range(60)]
+    docs.append(Document(id_="other", text="Tea is brewed. " * 30, metadata={"summary": "a long summary " * 10}))
+    with caplog.at_level(logging.WARNING, logger="ragloom"):
+        nodes = SentenceSplitter(chunk_size=64, chunk_overlap=8, tokenizer="cl100k_base").get_nodes_from_documents(docs)
+    warned = [r.getMessage() for r in caplog.records if "metadata keys" in r.getMessage()]
+    assert len(warned) == 2, warned
+    assert "'d0'" in warned[0] and "['title']" in warned[0] and "'other'" in warned[1]
+    assert {n.ref_doc_id for n in nodes} == {d.id_ for d in docs}

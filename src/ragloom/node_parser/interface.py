@@ -116,6 +116,10 @@ def _traced_parse(fn: Callable[..., List[BaseNode]]) -> Callable[..., List[BaseN
     ``NODES``) holding one CHUNKING event per document (see :class:`NodeParser`)."""
 
     def get_nodes_from_documents(self: "NodeParser", *args: Any, **kwargs: Any) -> List[BaseNode]:
+        with metadata_warnings_once():  # a call warns once per metadata keys, not per document
+            return traced(self, *args, **kwargs)
+
+    def traced(self: "NodeParser", *args: Any, **kwargs: Any) -> List[BaseNode]:
         cm = self.callback_manager
         token = enter_component(self) if cm.handlers else None
         if token is None:
@@ -247,10 +251,11 @@ _WARNED: contextvars.ContextVar[Optional[set]] = contextvars.ContextVar("ragloom
 
 @contextlib.contextmanager
 def metadata_warnings_once() -> Iterator[None]:
-    """Within this block, :func:`check_metadata_overhead` warns once per source document and keys
-    (a nested block shares the outer one's record).  Opened by :meth:`NodeParser.__call__` and by
-    each ingestion-engine run, so a chain of parsers (whose later parsers see every chunk of the
-    document, with its metadata) or a batch retried document by document warns once."""
+    """Within this block, :func:`check_metadata_overhead` warns once per set of metadata keys (a
+    nested block shares the outer one's record).  Opened by every parser's
+    ``get_nodes_from_documents`` and ``__call__`` and by each ingestion-engine run, so many
+    documents with the same heavy keys, a chain of parsers (whose later parsers see every chunk of
+    the document, with its metadata) or a batch retried document by document warn once."""
     if _WARNED.get() is not None:
         yield
         return
@@ -284,8 +289,9 @@ def check_metadata_overhead(
 
     The metadata a chunk is embedded with must leave room for text: a document whose wrappers take
     ``chunk_size`` tokens or more raises; one whose wrappers take :data:`METADATA_WARN_SHARE` of it
-    or more is logged, naming the metadata keys to exclude: once per source document inside a
-    :func:`metadata_warnings_once` block (each ingestion run, each ``parser(nodes)`` call), else per call.
+    or more is logged, naming the metadata keys to exclude and the first document: once per set of
+    keys inside a :func:`metadata_warnings_once` block (each ingestion run, each parser call), else
+    per call.
 
     Raises:
         MetadataTooLongError: (a ``ValueError``) the metadata leave no room; names the document and keys.
@@ -317,12 +323,13 @@ def check_metadata_overhead(
             )
         warned = _WARNED.get()
         if warned is not None:
-            if (who, keys) in warned:
+            if keys in warned:
                 continue
-            warned.add((who, keys))
+            warned.add(keys)
         logger.warning(
             "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
-            "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size",
+            "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size "
+            "(not repeated for other documents with these keys)",
             doc, list(keys), used, chunk_size, chunk_size - used,
         )
     return uniq
