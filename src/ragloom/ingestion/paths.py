@@ -84,8 +84,14 @@ class IndexSummary:
     extra: Dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> Dict[str, Any]:
-        out = asdict(self)
-        out.pop("extra")
+        fields = asdict(self)
+        fields.pop("extra")
+        out: Dict[str, Any] = {}
+        for key, value in fields.items():
+            if key != "embed_quantize":
+                out[key] = value
+            if key == "embed_model":  # the variant beside the model's name
+                out["embed_quantize"] = self.embed_quantize
         out.update(self.extra)
         return out
 
