@@ -44,6 +44,11 @@ class DocumentError(RagloomError, ValueError):
         self.reason = reason
         self.keys = tuple(keys)
 
+    def __reduce__(self) -> tuple:
+        # rebuilt from its fields: raised in a worker process (SplitPool), it must unpickle in the
+        # parent, or the pool breaks and the run stops instead of failing this document alone
+        return (type(self), (self.doc_id, self.reason, self.keys))
+
 
 class MetadataTooLongError(DocumentError):
     """A document's embedded metadata leaves no room for text within ``chunk_size`` tokens."""

@@ -208,3 +208,31 @@ def test_a_split_pool_leaves_small_batches_in_the_calling_process(embed, caplog)
     assert pool._executor is None and "worker processes" not in caplog.text  # never started
     with pytest.raises(ValueError, match="num_workers must be an integer >= 2"):
         SplitPool(1)
+
+
+def test_a_document_a_split_pool_worker_rejects_fails_alone(embed, caplog):
+    """A ``DocumentError`` (here: metadata that leaves no room) raised in a worker process did not
+    unpickle in the parent (its constructor takes the document, the reason and the keys), so the
+    pool broke and the run stopped; the document now fails alone and the others are written."""
+    import pickle
+
+    from ragloom.errors import DocumentError, MetadataTooLongError
+    from ragloom.ingestion.transform import SplitPool
+
+    err = pickle.loads(pickle.dumps(MetadataTooLongError("d1", "too long", ("title",))))
+    assert type(err) is MetadataTooLongError and (err.doc_id, err.reason, err.keys) == ("d1", "too long", ("title",))
+    assert str(err) == str(DocumentError("d1", "too long"))
+
+    batch = docs()
+    heavy = Document(id_="heavy", text="Tea is brewed. " * 20, metadata={"title": "a very long title " * 40})
+    pool = SplitPool(2, min_chars=0)
+    sc = StorageContext.from_defaults()
+    p = pipeline(embed, sc)
+    try:
+        with caplog.at_level("DEBUG", logger="ragloom.ingestion.transform"):
+            p.run_batches([[*batch, heavy]], pool=pool)
+    finally:
+        pool.close()
+    assert "on 2 worker processes" in caplog.text
+    assert [f.doc_id for f in p.last_stats.failed] == ["heavy"]
+    assert {n.ref_doc_id for n in sc.vector_store.get_nodes(None)} == {d.id_ for d in batch}

@@ -148,7 +148,7 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
             engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
         )
     except KeyboardInterrupt:
-        click.echo("\nInterrupted. The batches written so far are kept; run the same command again to finish "
+        click.echo("\nInterrupted. Whatever was written is kept; run the same command again to finish "
                    "(it does only what is left).", err=True)
         sys.exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
     if as_json:

@@ -321,6 +321,7 @@ def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentF
     and metadata are replaced (:func:`_repair_text`); an id holding one (the source's or a node's:
     ids are not rewritten, a caller looks things up by them) or metadata that is not JSON makes the
     source fail (returned, else ``None``)."""
+    _repair_text(nodes)  # (first: a failure reports the inputs' repaired file_path)
     bad_id = next((i for i in [doc_id, *(n.id_ for n in nodes)] if _holds_surrogates(i)), None)
     if bad_id is not None:
         return _failure(doc_id, DocumentError(
@@ -329,7 +330,6 @@ def prepare_source(doc_id: str, nodes: Sequence[BaseNode]) -> Optional[DocumentF
             "can keep; give the document a valid-Unicode id (ragloom.readers.base.path_text maps such a name "
             "losslessly, as SimpleDirectoryReader(filename_as_id=True) does)",
         ), nodes)
-    _repair_text(nodes)
     bad = next((b for b in map(_bad_metadata, nodes) if b is not None), None)
     return None if bad is None else _failure(doc_id, bad, nodes)
 
@@ -679,7 +679,7 @@ class IngestionEngine:
                              "and a docstore without node text")
         from ragloom.node_parser.interface import metadata_warnings_once
 
-        with metadata_warnings_once():  # one metadata-budget warning per document, retries included
+        with metadata_warnings_once():  # one metadata-budget warning per set of keys, retries included
             return self._run(batches, force, delete_absent, delete_scope, raise_on_error, progress_callback,
                              collect, plans, **run_kw)
 
