@@ -244,7 +244,7 @@ def _wrappers_for(node: BaseNode) -> List[Tuple[str, str, MetadataMode]]:
 #: (its node count at least doubles); at 0.8 it would grow fivefold.
 METADATA_WARN_SHARE = 0.5
 
-#: ``(metadata keys, chunk_size)`` already warned about in the current
+#: metadata keys (a tuple) already warned about in the current
 #: :func:`metadata_warnings_once` block; ``None`` outside one.
 _WARNED: contextvars.ContextVar[Optional[set]] = contextvars.ContextVar("ragloom_metadata_warned", default=None)
 
@@ -290,7 +290,7 @@ def check_metadata_overhead(
     The metadata a chunk is embedded with must leave room for text: a document whose wrappers take
     ``chunk_size`` tokens or more raises; one whose wrappers take :data:`METADATA_WARN_SHARE` of it
     or more is logged, naming the metadata keys to exclude and the first document: once per set of
-    keys and ``chunk_size`` inside a :func:`metadata_warnings_once` block (each ingestion run, each
+    keys inside a :func:`metadata_warnings_once` block (each ingestion run, each
     parser call; each worker process of a split pool has its own), else per call.
 
     Raises:
@@ -323,9 +323,9 @@ def check_metadata_overhead(
             )
         warned = _WARNED.get()
         if warned is not None:
-            if (keys, chunk_size) in warned:
+            if keys in warned:  # (a chained parser with another chunk_size included: one warning)
                 continue
-            warned.add((keys, chunk_size))
+            warned.add(keys)
         logger.warning(
             "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
             "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size "
