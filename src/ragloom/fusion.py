@@ -131,7 +131,7 @@ def _scaled_fusion(
         scores = list(best.values())
         if dist_based:
             mean = math.fsum(scores) / len(scores)
-            std = math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
+            std = _std(scores, mean)
             low, high = mean - 3.0 * std, mean + 3.0 * std
         else:
             low, high = min(scores), max(scores)
@@ -144,6 +144,17 @@ def _scaled_fusion(
                 norm = 1.0 if high > 0.0 else 0.0
             totals.setdefault(key, []).append(weight * norm)
     return _bounded(_ordered(totals), math.fsum(w))
+
+
+def _std(scores: Sequence[float], mean: float) -> float:
+    """Population standard deviation of ``scores`` about ``mean``, computed on the deviations scaled
+    by the largest one, so tiny spreads (scores around 1e-200, whose squares underflow to 0) are not
+    taken for equal scores, nor huge ones overflow."""
+    devs = [s - mean for s in scores]
+    m = max(map(abs, devs))
+    if m == 0.0:
+        return 0.0
+    return m * math.sqrt(math.fsum((d / m) ** 2 for d in devs) / len(devs))
 
 
 def _bounded(fused: List[Tuple[K, float]], top: float) -> List[Tuple[K, float]]:

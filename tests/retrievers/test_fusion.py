@@ -156,3 +156,15 @@ def test_store_adapter_keeps_payloads_and_fused_order():
     assert [(r[0], r[2]) for r in out] == expected
     assert {r[0]: r[1] for r in out} == {"a": "A", "b": "B", "c": "C"}
     assert math.isclose(sum(r[2] for r in out), sum(s for _, s in expected))
+
+
+def test_dist_based_score_sees_a_tiny_spread():
+    """Scores 1.26e-235 and 0.0 differ, but their squared deviations underflow to 0: the list was
+    taken for all-equal (every item 1.0), so raising one score lowered its fused score (found by
+    hypothesis in CI).  The spread is now computed on scaled deviations: the same fused scores as
+    for scores 1.0 and 0.0."""
+    tiny = dict(fuse_rankings([[("n0", 1.2600930866215656e-235), ("n1", 0.0)]], "dist_based_score"))
+    unit = dict(fuse_rankings([[("n0", 1.0), ("n1", 0.0)]], "dist_based_score"))
+    assert tiny.keys() == unit.keys() and all(math.isclose(tiny[k], unit[k]) for k in unit)
+    huge = dict(fuse_rankings([[("n0", 1e300), ("n1", -1e300)]], "dist_based_score"))
+    assert all(math.isclose(huge[k], unit[k]) for k in unit)
