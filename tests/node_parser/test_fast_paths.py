@@ -476,3 +476,15 @@ def test_a_header_leaving_three_tokens_still_splits_a_word_cut_inside_its_token(
     with pytest.raises(ValueError, match=r"document 'doc-8': cannot fit the text at char \d+ into chunk_size 64: "
                                          r"with the embedded metadata \(63 tokens\)"):
         cls(chunk_size=64, chunk_overlap=16, tokenizer=tok).get_nodes_from_documents([full])
+
+
+def test_a_format_parser_refusal_names_the_document():
+    """The Markdown, HTML, JSON and code parsers raised a bare ``ValueError`` ("cannot fit text at
+    char …") when the metadata left no room, naming no document; it is a ``DocumentError`` now."""
+    from ragloom.errors import DocumentError
+    from ragloom.node_parser import MarkdownNodeParser
+
+    doc = Document(id_="doc-9", text="# Title\n\nSome text here about tea and more words.\n",
+                   metadata={"title": "word " * 60})
+    with pytest.raises(DocumentError, match=r"document 'doc-9': cannot fit the text at char \d+ into chunk_size 64"):
+        MarkdownNodeParser(chunk_size=64, tokenizer="cl100k_base").get_nodes_from_documents([doc])

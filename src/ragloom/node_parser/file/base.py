@@ -17,6 +17,7 @@ import logging
 from abc import abstractmethod
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ragloom.errors import DocumentError
 from ragloom.node_parser.interface import (
     ChunkConfigMixin,
     IdFuncCallable,
@@ -243,7 +244,8 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
         sentence-split instead, with a logged warning.
 
         Raises:
-            ValueError: a document's embedded metadata leave no room within ``chunk_size``.
+            DocumentError: (a ``ValueError``) a document's embedded metadata leave no room within
+                ``chunk_size``; names the document.
         """
         result: List[BaseNode] = []
         docs = list(documents)
@@ -264,6 +266,10 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
                 )
                 result.extend(self._sentence_fallback().get_nodes_from_documents([doc]))
                 continue
+            except DocumentError:
+                raise
+            except ValueError as exc:  # no room for text next to the metadata: name the document
+                raise DocumentError(doc.id_, str(exc)) from exc
             result.extend(self._build(doc, pieces))
         return result
 
