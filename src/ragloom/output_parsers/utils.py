@@ -14,6 +14,9 @@ from typing import Any, Iterator, Optional, Tuple
 __all__ = ["OutputParserException", "parse_json_markdown"]
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n?(.*?)```", re.DOTALL)
+#: a block whose closing fence starts a line, as Markdown's does: read first, so a "```" inside a
+#: JSON string (which holds no raw newline) does not end the block
+_FENCE_LINE = re.compile(r"```[ \t]*(?:json|JSON|javascript|js)?[ \t]*\r?\n(.*?)\r?\n[ \t]*```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 #: how many candidate start positions ``raw_decode`` tries before giving up (bounds the work on a
 #: long answer full of brackets; an answer's JSON starts within its first few brackets)
@@ -29,9 +32,15 @@ def _quote(text: str, limit: int = 500) -> str:
 
 
 def _candidates(text: str) -> Iterator[str]:
-    """Texts that may be the JSON: each fenced block, then the whole answer."""
-    for block in _FENCE.findall(text):
-        yield block.strip()
+    """Texts that may be the JSON: each fenced block closed on its own line, each fenced block
+    closed anywhere (an inline one), then the whole answer."""
+    seen = set()
+    for pattern in (_FENCE_LINE, _FENCE):
+        for block in pattern.findall(text):
+            block = block.strip()
+            if block not in seen:
+                seen.add(block)
+                yield block
     yield text.strip()
 
 
