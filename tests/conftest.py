@@ -10,6 +10,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_DATA = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
 
+# -- hypothesis --------------------------------------------------------------------------------
+# The suite runs every property test on a fixed sequence of examples ("ci": derandomized), so a
+# red run means a change broke something, not that this run drew a new example; explore with
+# fresh random examples by running it with HYPOTHESIS_PROFILE=explore (and pin what that finds
+# with @example).  Loaded here, before the test modules' @settings take it as their base.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+_hypothesis_settings.register_profile("explore", derandomize=False, print_blob=True)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 # -- optional extras ---------------------------------------------------------------------------
 # The full test run (scripts/test.sh) installs every extra the tests use, and a test that needs a
 # missing one fails: a broken extra install must not turn into silently skipped tests.  The
