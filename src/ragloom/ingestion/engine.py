@@ -254,13 +254,9 @@ def _holds_surrogates(value: Any) -> bool:
     """Whether a string in ``value`` (dict keys included, in dicts, lists and tuples) holds a
     surrogate code point, which UTF-8 (and so JSON and every store) has no form for."""
     if isinstance(value, str):
-        if value.isascii():
-            return False
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
+        from ragloom.tokenizers.base import valid_unicode
+
+        return valid_unicode(value) is not value  # (the same string back when it holds none)
     if isinstance(value, dict):
         return any(_holds_surrogates(k) or _holds_surrogates(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
