@@ -208,3 +208,15 @@ def test_real_model_distinct_homogeneous_sentences(real_model):
         del real_model._get_text_embeddings
     assert sum(calls) == 64 and len(calls) <= 64 // real_model.embed_batch_size + 1
     assert_invariants(parser, Document(text=text, id_="s"), tokenizer=parser.tokenizer, chunk_size=100, nodes=nodes)
+
+
+def test_a_refusal_names_the_document():
+    """As in the window parser: no room for one token next to the metadata raised a bare
+    ``ValueError``; it is a ``DocumentError`` naming the document now."""
+    from ragloom.errors import DocumentError
+
+    doc = Document(id_="doc-s", text='Technically, Deep Learning model architectures">models</dfn>.',
+                   metadata={"title": "word " * 60})
+    parser = SemanticSplitterNodeParser(HashEmbedding(), max_chunk_size=64, tokenizer="cl100k_base")
+    with pytest.raises(DocumentError, match=r"document 'doc-s': cannot fit the text at char \d+ into chunk_size 64"):
+        parser.get_nodes_from_documents([Document(id_="ok", text="Fine. Short."), doc])

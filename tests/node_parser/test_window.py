@@ -149,3 +149,16 @@ def test_invariants(hf_tok, text, chunk_size, w, meta):
     _check_windows(nodes, text, w)
     spans = [(n.start_char_idx, n.end_char_idx) for n in nodes]
     assert all(b1 <= a2 for (_, b1), (a2, _) in pairwise(spans)), "sentences do not overlap"
+
+
+def test_a_refusal_names_the_document():
+    """Metadata leaving one token of room next to a sentence that needs two: the window parser
+    raised a bare ``ValueError`` ("cannot fit the text at char …"); it names the document now, as
+    the other splitters do (a ``DocumentError``, still a ``ValueError``)."""
+    from ragloom.errors import DocumentError
+
+    doc = Document(id_="doc-w", text='Technically, Deep Learning model architectures">models</dfn>.',
+                   metadata={"title": "word " * 60})
+    parser = SentenceWindowNodeParser(chunk_size=64, tokenizer="cl100k_base")
+    with pytest.raises(DocumentError, match=r"document 'doc-w': cannot fit the text at char \d+ into chunk_size 64"):
+        parser.get_nodes_from_documents([Document(id_="ok", text="Fine. Short."), doc])

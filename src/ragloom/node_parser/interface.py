@@ -276,6 +276,21 @@ def _source_name(node: Optional[BaseNode], doc_id: Optional[str]) -> str:
     return node.ref_doc_id or node.id_
 
 
+@contextlib.contextmanager
+def naming_document(node: BaseNode) -> Iterator[None]:
+    """Splitting ``node``: a ``ValueError`` raised inside (the text splitters raise one when not even
+    one token fits next to the metadata embedded with a chunk) becomes a
+    :class:`~ragloom.errors.DocumentError` naming the document (:func:`_source_name`), with the same
+    message; a ``DocumentError`` passes unchanged.  Every parser splits each document inside one, so
+    a refusal says which document it is (the ingestion engine then fails that document alone)."""
+    try:
+        yield
+    except DocumentError:
+        raise
+    except ValueError as exc:
+        raise DocumentError(_source_name(node, None), str(exc)) from exc
+
+
 def check_metadata_overhead(
     tokenizer: Any,
     chunk_size: Optional[int],
@@ -609,12 +624,8 @@ class MetadataAwareTextSplitter(ChunkConfigMixin, TextSplitter):
         """:meth:`_pack` of one piece of a document; a ``ValueError`` (no room for the text next to
         its metadata) becomes a :class:`~ragloom.errors.DocumentError` naming the document, which the
         ingestion engine fails alone."""
-        try:
+        with naming_document(piece.doc):
             return self._pack(piece.text, sizer, wrappers, counts)
-        except DocumentError:
-            raise
-        except ValueError as exc:
-            raise DocumentError(_source_name(piece.doc, None), str(exc)) from exc
 
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any

@@ -17,13 +17,13 @@ import logging
 from abc import abstractmethod
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ragloom.errors import DocumentError
 from ragloom.node_parser.interface import (
     ChunkConfigMixin,
     IdFuncCallable,
     NodeParser,
     _wrappers_for,
     check_metadata_overhead,
+    naming_document,
     validate_chunk_args,
 )
 from ragloom.node_parser.nodes import Piece, build_nodes, piece_metadata
@@ -257,20 +257,17 @@ class FormatNodeParser(ChunkConfigMixin, NodeParser):
             text = doc.get_content(MetadataMode.NONE)
             if not text or text.isspace():
                 continue
-            try:
-                pieces = self._pieces(doc, text)
-            except FormatError as exc:  # not in this format: sentence splitting, with the reason logged
-                logger.warning(
-                    "%s: cannot parse document %r (%s: %s); falling back to sentence splitting",
-                    self.class_name(), doc.id_, type(exc).__name__, exc,
-                )
-                result.extend(self._sentence_fallback().get_nodes_from_documents([doc]))
-                continue
-            except DocumentError:
-                raise
-            except ValueError as exc:  # no room for text next to the metadata: name the document
-                raise DocumentError(doc.id_, str(exc)) from exc
-            result.extend(self._build(doc, pieces))
+            with naming_document(doc):  # no room for text next to the metadata: names the document
+                try:
+                    pieces = self._pieces(doc, text)
+                except FormatError as exc:  # not in this format: sentence splitting, with the reason logged
+                    logger.warning(
+                        "%s: cannot parse document %r (%s: %s); falling back to sentence splitting",
+                        self.class_name(), doc.id_, type(exc).__name__, exc,
+                    )
+                    result.extend(self._sentence_fallback().get_nodes_from_documents([doc]))
+                    continue
+                result.extend(self._build(doc, pieces))
         return result
 
     def split_text(self, text: str) -> List[str]:

@@ -31,6 +31,7 @@ from ragloom.node_parser.interface import (
     IdFuncCallable,
     MetadataAwareTextSplitter,
     _wrappers_for,
+    naming_document,
 )
 from ragloom.node_parser.text.utils import (
     CutsLevel,
@@ -259,7 +260,12 @@ class SemanticSplitterNodeParser(MetadataAwareTextSplitter):
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
         """Semantic chunks of every document, in order.  Embeds all sentence groups of all
-        ``documents`` in one batched call, then cuts and budgets each document."""
+        ``documents`` in one batched call, then cuts and budgets each document.
+
+        Raises:
+            DocumentError: (a ``ValueError``) a document's embedded metadata leave no room for its
+                text within ``max_chunk_size``; names the document.
+        """
         todo = []
         for doc in documents:
             text = doc.get_content(MetadataMode.NONE)
@@ -267,11 +273,13 @@ class SemanticSplitterNodeParser(MetadataAwareTextSplitter):
                 continue
             wrappers = _wrappers_for(doc) if self.include_metadata else [("", "", MetadataMode.NONE)]
             uniq = self._check_overhead(wrappers, doc)
-            sents = self._sentences(text, uniq)
+            with naming_document(doc):
+                sents = self._sentences(text, uniq)
             todo.append((doc, text, uniq, sents))
         embs = self._embed([self._groups(text, sents) for _, text, _, sents in todo], show_progress)
         out: List[BaseNode] = []
         for (doc, text, uniq, sents), emb in zip(todo, embs, strict=True):
-            spans = self._chunks(text, sents, emb, uniq)
+            with naming_document(doc):
+                spans = self._chunks(text, sents, emb, uniq)
             out.extend(self._build_nodes(doc, text, spans))
         return out

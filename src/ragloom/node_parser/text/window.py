@@ -13,6 +13,7 @@ from ragloom.node_parser.interface import (
     IdFuncCallable,
     MetadataAwareTextSplitter,
     _wrappers_for,
+    naming_document,
 )
 from ragloom.node_parser.text.utils import (
     fit_spans,
@@ -168,7 +169,12 @@ class SentenceWindowNodeParser(MetadataAwareTextSplitter):
     def get_nodes_from_documents(
         self, documents: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
     ) -> List[BaseNode]:
-        """One node per sentence of every document, in document order (see the class docstring)."""
+        """One node per sentence of every document, in document order (see the class docstring).
+
+        Raises:
+            DocumentError: (a ``ValueError``) a document's embedded metadata leave no room for its
+                text within ``chunk_size``; names the document.
+        """
         out: List[BaseNode] = []
         wkey, okey, w = self.window_metadata_key, self.original_text_metadata_key, self.window_size
         for doc in documents:
@@ -179,7 +185,8 @@ class SentenceWindowNodeParser(MetadataAwareTextSplitter):
                 wrappers = _wrappers_for(doc)
             else:
                 wrappers = [("", "", MetadataMode.NONE)]
-            spans = self._sentence_spans(text, self._check_overhead(wrappers, doc))
+            with naming_document(doc):
+                spans = self._sentence_spans(text, self._check_overhead(wrappers, doc))
             nodes = self._build_nodes(doc, text, spans)
             last = len(spans) - 1
             for i, node in enumerate(nodes):
