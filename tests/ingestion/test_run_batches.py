@@ -236,3 +236,25 @@ def test_a_document_a_split_pool_worker_rejects_fails_alone(embed, caplog):
     assert "on 2 worker processes" in caplog.text
     assert [f.doc_id for f in p.last_stats.failed] == ["heavy"]
     assert {n.ref_doc_id for n in sc.vector_store.get_nodes(None)} == {d.id_ for d in batch}
+
+
+def test_split_pool_workers_warn_about_heavy_metadata_once_in_the_parent(embed, caplog):
+    """Each worker process opened its own warn-once block and logged the heavy-metadata warning
+    itself (on its own stderr, once per part: several times per run, and never in the parent's
+    log); workers now hand the warnings back and the parent logs each set of keys once per run."""
+    from ragloom.ingestion.transform import SplitPool
+
+    title = "tea " * 6  # half of chunk_size=16 or more: heavy, but text still fits
+    batch = [Document(id_=f"h{i}", text=f"Tea number {i} is brewed hot. " * 8, metadata={"title": title})
+             for i in range(8)]
+    pool = SplitPool(2, min_chars=0)
+    sc = StorageContext.from_defaults()
+    try:
+        with caplog.at_level("DEBUG"):
+            pipeline(embed, sc).run_batches([batch[:4], batch[4:]], pool=pool)
+    finally:
+        pool.close()
+    assert caplog.text.count("on 2 worker processes") == 2
+    heavy = [r for r in caplog.records if "metadata keys ['title'] take" in r.getMessage()]
+    assert len(heavy) == 1 and heavy[0].levelname == "WARNING", caplog.text
+    assert sorted(sc.docstore.get_all_ref_doc_info()) == sorted(d.id_ for d in batch)

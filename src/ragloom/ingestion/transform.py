@@ -81,14 +81,20 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode], kw: Dict[str, Any]) -> List[BaseNode]:
-    """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``."""
+def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode], kw: Dict[str, Any]) -> Tuple[List[BaseNode], list]:
+    """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``;
+    returns the outputs and the heavy-metadata warnings, which the parent logs (see
+    :func:`~ragloom.node_parser.interface.deferred_metadata_warnings`)."""
+    from ragloom.node_parser.interface import deferred_metadata_warnings
+
     transform = _WORKER_PARSER.get(digest)
     if transform is None:
         transform = pickle.loads(blob)
         _WORKER_PARSER.clear()
         _WORKER_PARSER[digest] = transform
-    return _raw_call(transform, nodes, kw)
+    with deferred_metadata_warnings() as warnings:
+        outputs = _raw_call(transform, nodes, kw)
+    return outputs, warnings
 
 
 class SplitPool:
@@ -158,7 +164,14 @@ class SplitPool:
                      len(parts), self.num_workers)
         futures = [self._executor.submit(_pooled_call, blob[0], blob[1], part, {**kw, "show_progress": False})
                    for part in parts]
-        return [(part, fut.result()) for part, fut in zip(parts, futures, strict=True)]
+        from ragloom.node_parser.interface import log_metadata_warnings
+
+        out: List[Tuple[List[BaseNode], List[BaseNode]]] = []
+        for part, fut in zip(parts, futures, strict=True):
+            outputs, warnings = fut.result()
+            log_metadata_warnings(warnings)  # in this process's warn-once block: once per run
+            out.append((part, outputs))
+        return out
 
     def close(self) -> None:
         """Stop the worker processes (a pool that never started has none)."""

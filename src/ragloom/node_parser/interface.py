@@ -336,18 +336,59 @@ def check_metadata_overhead(
                 "(excluded_embed_metadata_keys)",
                 keys,
             )
-        warned = _WARNED.get()
-        if warned is not None:
-            if keys in warned:  # (a chained parser with another chunk_size included: one warning)
-                continue
-            warned.add(keys)
-        logger.warning(
-            "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
-            "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size "
-            "(not repeated for other documents with these keys)",
-            doc, list(keys), used, chunk_size, chunk_size - used,
-        )
+        _warn_heavy(keys, (doc, list(keys), used, chunk_size, chunk_size - used))
     return uniq
+
+
+_HEAVY_WARNING = (
+    "document %s: metadata keys %s take %d of %d tokens, so its chunks hold at most %d tokens "
+    "of text; exclude keys from embedding (excluded_embed_metadata_keys) or raise chunk_size "
+    "(not repeated for other documents with these keys)"
+)
+
+
+def _warn_heavy(keys: Tuple[str, ...], args: Tuple[Any, ...]) -> None:
+    """Log the heavy-metadata warning (:data:`_HEAVY_WARNING` % ``args``) unless ``keys`` were warned
+    about in this :func:`metadata_warnings_once` block (a chained parser with another chunk_size
+    included: one warning); inside :func:`deferred_metadata_warnings`, hold it back instead."""
+    warned = _WARNED.get()
+    if warned is not None:
+        if keys in warned:
+            return
+        warned.add(keys)
+    deferred = _DEFERRED.get()
+    if deferred is not None:
+        deferred.append((keys, args))
+        return
+    logger.warning(_HEAVY_WARNING, *args)
+
+
+#: the heavy-metadata warnings held back in the current :func:`deferred_metadata_warnings` block
+_DEFERRED: contextvars.ContextVar[Optional[List[Tuple[Tuple[str, ...], Tuple[Any, ...]]]]] = (
+    contextvars.ContextVar("ragloom_metadata_deferred", default=None)
+)
+
+
+@contextlib.contextmanager
+def deferred_metadata_warnings() -> Iterator[List[Tuple[Tuple[str, ...], Tuple[Any, ...]]]]:
+    """Within this block the heavy-metadata warnings of :func:`check_metadata_overhead` are not
+    logged but collected, as picklable ``(keys, args)`` pairs, into the list it yields.  A worker
+    process of the ingestion engine's split pool splits inside one and returns the list; the parent
+    logs it with :func:`log_metadata_warnings`, in its own warn-once block, so ``num_workers`` > 1
+    warns once per set of keys per run, in the parent's log, as one process does."""
+    out: List[Tuple[Tuple[str, ...], Tuple[Any, ...]]] = []
+    token = _DEFERRED.set(out)
+    try:
+        yield out
+    finally:
+        _DEFERRED.reset(token)
+
+
+def log_metadata_warnings(warnings: Sequence[Tuple[Tuple[str, ...], Tuple[Any, ...]]]) -> None:
+    """Log warnings collected by :func:`deferred_metadata_warnings` (each set of keys once per
+    :func:`metadata_warnings_once` block, as if raised here)."""
+    for keys, args in warnings:
+        _warn_heavy(tuple(keys), tuple(args))
 
 
 def validate_chunk_args(chunk_size: Optional[int], chunk_overlap: Optional[int], size_optional: bool = False) -> None:
