@@ -531,6 +531,29 @@ def test_nodes_split_from_a_document_with_surrogate_metadata_are_stored_with_the
     assert info.metadata == {"file_name": "b\udc80d.txt"}
 
 
+def test_links_between_split_nodes_carry_the_repaired_neighbours_hash(embed):
+    """Nodes split before ingestion from a document with a surrogate in its text and metadata: the
+    splitter's PREVIOUS/NEXT links held the neighbours' hashes before the engine repaired them, so
+    the stored links no longer matched the stored neighbours.  They are updated with the repair."""
+    from ragloom.schema import NodeRelationship
+
+    text = " ".join(f"Sentence {i} about black tea \ud800 brewed hot." for i in range(12))
+    bad = Document(id_="bad", text=text, metadata={"file_name": "b\udc80d.txt"})
+    nodes = sentence(embed, 32).get_nodes_from_documents([bad])
+    assert len(nodes) >= 3
+    assert nodes[0].relationships[NodeRelationship.NEXT].hash == nodes[1].hash  # (before the repair)
+    held = nodes[0].relationships[NodeRelationship.NEXT]
+    index = VectorStoreIndex(nodes=nodes, embed_model=embed)
+    stored = {n.id_: n for n in index.vector_store.get_nodes(None)}
+    assert len(stored) == len(nodes) and all("\ufffd" in n.text for n in stored.values())
+    for node in stored.values():
+        for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+            info = node.relationships.get(rel)
+            if info is not None:
+                assert info.hash == stored[info.node_id].hash
+    assert held.hash != nodes[1].hash  # the caller's link object is as it was
+
+
 def test_a_document_id_with_a_lone_surrogate_fails_alone(embed):
     """An id built from an undecodable file name holds a lone surrogate, which no store can keep;
     the docstore lookup raised ``UnicodeEncodeError`` for the whole call.  Ids are not rewritten

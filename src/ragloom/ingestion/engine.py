@@ -275,17 +275,21 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
     one: offsets hold); in metadata, in the excluded-key lists and in the metadata copied into the
     node's relationships, each is replaced as :func:`_valid_metadata` says.  The node is changed in
     place (its metadata, lists and relationships replaced by repaired copies; the caller's own
-    dicts, lists and ``RelatedNodeInfo`` objects are left as they were).  The PREVIOUS/NEXT links'
-    ``hash`` values, computed by a parser before the repair, are left as they were."""
+    dicts, lists and ``RelatedNodeInfo`` objects are left as they were).  A PREVIOUS/NEXT link
+    among ``nodes`` (already-split inputs) whose ``hash`` was its neighbour's :attr:`~BaseNode.hash`
+    before that neighbour's repair gets the repaired neighbour's hash (:func:`_relink`)."""
     from ragloom.schema import TextNode
     from ragloom.tokenizers.base import valid_unicode
 
+    rehashed: Dict[str, Tuple[str, str]] = {}  # node id -> (hash before its repair, after)
     for node in nodes:
+        before: Optional[str] = None
         if isinstance(node, TextNode):
             fixed = valid_unicode(node.text)
             if fixed is not node.text:
                 logger.warning("document %s: lone surrogate characters in its text replaced by U+FFFD",
                                source_id(node))
+                before = _hash_or_none(node)
                 node.text = fixed
         infos = [i for v in node.relationships.values() for i in _related(v)]
         if (
@@ -295,6 +299,8 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
             or any(_holds_surrogates(i.metadata) for i in infos)
         ):
             logger.warning("document %s: lone surrogate characters in its metadata replaced", source_id(node))
+            if before is None:
+                before = _hash_or_none(node)
             node.metadata = _valid_metadata(node.metadata)
             node.excluded_embed_metadata_keys = _valid_metadata(list(node.excluded_embed_metadata_keys))
             node.excluded_llm_metadata_keys = _valid_metadata(list(node.excluded_llm_metadata_keys))
@@ -302,6 +308,36 @@ def _repair_text(nodes: Sequence[BaseNode]) -> None:
                 rel: [_valid_info(i) for i in v] if isinstance(v, list) else _valid_info(v)
                 for rel, v in node.relationships.items()
             }
+        if before is not None:
+            rehashed[node.id_] = (before, node.hash)
+    if rehashed:
+        _relink(nodes, rehashed)
+
+
+def _hash_or_none(node: BaseNode) -> Optional[str]:
+    """``node.hash``, or ``None`` when its metadata has no JSON form (that node fails later, named by
+    :func:`_bad_metadata`; links to it are left as they are)."""
+    try:
+        return node.hash
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return None
+
+
+def _relink(nodes: Sequence[BaseNode], rehashed: Dict[str, Tuple[str, str]]) -> None:
+    """Point the PREVIOUS/NEXT links of ``nodes`` at the new hash of a neighbour that
+    :func:`_repair_text` changed (``rehashed``: its id -> ``(old hash, new hash)``), where the link
+    held the old one (a link that was already stale is left alone).  The node's relationships are
+    replaced by a copy; the caller's ``RelatedNodeInfo`` objects are not changed."""
+    from ragloom.schema import NodeRelationship
+
+    for node in nodes:
+        for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+            info = node.relationships.get(rel)
+            if info is None or isinstance(info, list):
+                continue
+            change = rehashed.get(info.node_id)
+            if change is not None and info.hash == change[0]:
+                node.relationships = {**node.relationships, rel: msgspec.structs.replace(info, hash=change[1])}
 
 
 def _valid_info(info: Any) -> Any:
