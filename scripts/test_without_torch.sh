@@ -9,7 +9,7 @@ if [ ! -x .venv-notorch/bin/python ]; then
 fi
 . .venv-notorch/bin/activate
 python -m pip install -q --upgrade pip
-PYTHON=python bash scripts/install_without_torch.sh
+PYTHON=python bash scripts/install_without_torch.sh ".[office]"  # with an extra: its readers, still no torch
 python -m pip install -q "pytest>=8" "hypothesis>=6.100"
 if python -c "import torch" 2>/dev/null; then
     echo "torch is installed in .venv-notorch: the torch-free install is broken" >&2

@@ -50,3 +50,24 @@ def test_index_and_query_without_torch(tmp_path):
     assert json.loads(again.stdout)["nodes_embedded"] == 0
     assert importlib.util.find_spec("torch") is None  # nothing installed it on the way
     assert importlib.util.find_spec("sentence_transformers") is None
+
+
+def test_an_extra_installs_without_torch(tmp_path):
+    """``scripts/install_without_torch.sh ".[office]"`` (as scripts/test_without_torch.sh runs it) installs
+    the extra's readers; it installed none of them before, so a spreadsheet was skipped ("install
+    ragloom[office] to read it"), and plain pip would have brought torch."""
+    import openpyxl
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    book = openpyxl.Workbook()
+    book.active.append(["tea", "water temperature"])
+    book.active.append(["oolong", "ninety degrees"])
+    book.save(docs / "teas.xlsx")
+    env = dict(os.environ, RAGLOOM_CACHE_DIR=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
+    res = _ragloom("index", str(docs), "--index-dir", str(tmp_path / "idx"), "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["nodes_written"] >= 1
+    res = _ragloom("query", "oolong water temperature", "--index-dir", str(tmp_path / "idx"), "--json", env=env)
+    assert "ninety degrees" in json.loads(res.stdout)["results"][0]["text"]
+    assert importlib.util.find_spec("torch") is None
