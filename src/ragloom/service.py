@@ -203,7 +203,8 @@ class IndexService:
                 form (:meth:`MetadataFilters.from_dict <ragloom.vector_stores.types.MetadataFilters.from_dict>`).
 
         Returns:
-            ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``.
+            ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``, and, when there are
+            no results, ``"index_nodes"``: the nodes the index holds (``0``: it is empty).
 
         Raises:
             ValueError: blank ``text``, bad ``top_k``, ``mode`` or ``filters``; ``"keyword"`` on a store
@@ -226,11 +227,14 @@ class IndexService:
                 results = retriever.retrieve(text)
         else:
             results = retriever.retrieve(text)
-        return {
+        out: Dict[str, Any] = {
             "query": text, "mode": mode, "score": SCORE_KINDS[mode],
             "results": [source_dict(rank, nws) for rank, nws in enumerate(results, 1)],
             "seconds": round(time.perf_counter() - t0, 4),
         }
+        if not results:  # why: an empty index, or (keyword mode, filters) nothing matched
+            out["index_nodes"] = self.index.vector_store.count()
+        return out
 
     def _store_mode(self, mode: str) -> str:
         """``mode`` as this index's vector store can run it: ``"hybrid"`` is ``"dense"`` on a store

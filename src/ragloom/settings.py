@@ -100,7 +100,7 @@ def default_node_parser(
     elif limit is not None and int(chunk_size) > int(limit):
         raise ValueError(
             f"chunk_size {chunk_size} exceeds the embed model's limit of {limit} tokens "
-            f"(allowed: 1..{limit}); larger chunks would be truncated when embedded"
+            f"(allowed: at most {limit}); larger chunks would be truncated when embedded"
         )
     if chunk_overlap is None:
         chunk_overlap = default_chunk_overlap(chunk_size)

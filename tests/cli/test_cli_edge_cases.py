@@ -188,3 +188,64 @@ def test_an_unusable_index_dir_is_one_line(tmp_path):
         res = _index(runner, [docs], bad, ok=False)
         assert res.exit_code == 1 and "Traceback" not in res.output, res.output
         assert "cannot use" in res.output and "(check --index-dir)" in res.output, res.output
+
+
+# -- found by the fifteenth session's new-user trial ------------------------------------------------
+def test_an_index_kept_inside_the_indexed_folder_is_not_read_as_documents(tmp_path):
+    """From the second run on, the index's own files (ragloom.sqlite, its -wal, the lock) were listed
+    as skipped documents of the folder; the index directory is now left out of the walk."""
+    runner, docs = CliRunner(), _docs(tmp_path)
+    idx = docs / "idx"
+    first = _index(runner, [docs], idx)
+    again = _index(runner, [docs], idx)
+    assert first["files_total"] == again["files_total"] == 2 and again["skipped"] == [], again
+    assert again["nodes_embedded"] == 0
+
+
+def test_a_sqlite_file_that_is_not_an_index_is_refused(tmp_path):
+    """Another program's SQLite file in the index directory was queried as an empty index ("No
+    results") and written into by 'ragloom index'; both are refused now, and it is left as it was."""
+    import sqlite3
+
+    runner, docs = CliRunner(), _docs(tmp_path)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with sqlite3.connect(foreign / "ragloom.sqlite") as plain:
+        plain.execute("CREATE TABLE t(x)")
+    before = (foreign / "ragloom.sqlite").read_bytes()
+    res = runner.invoke(cli, ["query", "tea", "--index-dir", str(foreign)])
+    assert res.exit_code == 1 and "ragloom did not create" in res.output and "Traceback" not in res.output
+    assert "change models" not in res.output
+    res = _index(runner, [docs], foreign, ok=False)
+    assert res.exit_code == 1 and "ragloom did not create" in res.output, res.output
+    assert (foreign / "ragloom.sqlite").read_bytes() == before
+
+
+def test_no_results_says_why(tmp_path):
+    """'No results (is the index empty?)' was printed for any empty answer, e.g. a keyword query
+    matching no chunk of a full index."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    res = runner.invoke(cli, ["query", "zebra", "--index-dir", str(idx), "--mode", "keyword"])
+    assert res.exit_code == 0 and "no chunk holds these words" in res.output and "empty" not in res.output
+    assert _query(runner, idx, "zebra", "--mode", "keyword")["index_nodes"] == 2
+    (docs / "kayak.txt").unlink()
+    (docs / "tea.txt").unlink()
+    _index(runner, [docs], idx)
+    res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
+    assert res.exit_code == 0 and "is empty" in res.output
+
+
+def test_a_file_name_with_a_newline_is_printed_on_one_line(tmp_path):
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    (docs / "name with\nnewline.txt").write_text("Oolong is brewed at ninety degrees.", encoding="utf-8")
+    _index(runner, [docs], idx)
+    res = runner.invoke(cli, ["query", "oolong ninety degrees", "-k", "1", "--index-dir", str(idx)])
+    assert res.exit_code == 0 and "name with\\nnewline.txt" in res.output, res.output
+
+
+def test_a_chunk_size_over_the_models_limit_names_only_that_option(tmp_path):
+    runner, docs = CliRunner(), _docs(tmp_path)
+    res = _index(runner, [docs], tmp_path / "idx", "--chunk-size", "100000", ok=False)
+    assert res.exit_code == 2 and "--chunk-size" in res.output and "at most 254" in res.output
+    assert "--files-per-batch" not in res.output and "1..254" not in res.output

@@ -79,6 +79,28 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
         SQLiteDatabase(path)
 
 
+def test_another_programs_sqlite_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    """A SQLite file holding other tables was taken for an empty index: a query said "No results"
+    and an ingestion wrote ragloom's tables into it (after switching it to WAL).  It is refused
+    before anything is written; an empty file is still a new database."""
+    path = tmp_path / DEFAULT_DB_NAME
+    with sqlite3.connect(path) as plain:
+        plain.execute("CREATE TABLE t(x)")
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match=r"ragloom did not create \(it holds the tables t\)"):
+        SQLiteDatabase(path)
+    with pytest.raises(ValueError, match="did not create"):
+        StorageContext.from_defaults(persist_dir=str(tmp_path))
+    assert path.read_bytes() == before and not (tmp_path / f"{DEFAULT_DB_NAME}-wal").exists()
+    with sqlite3.connect(path) as plain:
+        assert plain.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    db = SQLiteDatabase(empty)
+    assert db.schema_version == SCHEMA_VERSION
+    db.close()
+
+
 def test_nested_transactions_roll_back_only_their_level() -> None:
     db = SQLiteDatabase()
     ds = SQLiteDocumentStore(db)

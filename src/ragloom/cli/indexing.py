@@ -58,8 +58,10 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         message = str(exc)
         if "--chunk-size" in message:  # the library already names the option
             raise click.ClickException(message) from None
-        if "chunk_size" in message or "chunk_overlap" in message or "files_per_batch" in message:
-            raise click.BadParameter(f"{message} (--chunk-size / --chunk-overlap / --files-per-batch)") from None
+        option = next((f"--{name.replace('_', '-')}" for name in ("chunk_overlap", "chunk_size", "files_per_batch")
+                       if name in message), None)
+        if option is not None:
+            raise click.BadParameter(message, param_hint=option) from None
         raise click.ClickException(f"{index_dir}: {message}") from None
     except RagloomError as exc:  # e.g. a remote embedding server that does not answer
         raise click.ClickException(str(exc)) from None
@@ -80,4 +82,4 @@ def open_service(index_dir: Path, **kwargs: Any) -> Any:
     except (FileNotFoundError, ConnectionError) as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:
-        raise click.ClickException(f"{index_dir}: {exc}; use a new --index-dir to change models") from None
+        raise click.ClickException(f"{index_dir}: {exc}") from None  # (the library's message has the fix)

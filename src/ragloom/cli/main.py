@@ -261,7 +261,12 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
         _echo_json(out)
         return
     if not results:
-        click.echo("No results (is the index empty?).")
+        if not out.get("index_nodes"):
+            click.echo(f"No results: the index in {index_dir} is empty (add documents with 'ragloom index PATH').")
+        elif out["mode"] == "keyword":
+            click.echo("No results: no chunk holds these words (keyword search); try --mode hybrid.")
+        else:
+            click.echo("No results.")
         return
     for r in results:
         loc = r["location"]

@@ -10,6 +10,7 @@ summary.
 
 from __future__ import annotations
 
+import glob
 import json
 import logging
 import os
@@ -253,9 +254,11 @@ def _vector_index_id(index_dir: Path, structs: Sequence[Any]) -> str:
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
              exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]],
-             limits: Optional[Dict[str, Any]] = None) -> List[Any]:
+             limits: Optional[Dict[str, Any]] = None, index_dir: Optional[Path] = None) -> List[Any]:
     """One reader for the files among ``paths`` and one per folder; ``limits``: the
-    ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``."""
+    ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``.  A folder that holds
+    ``index_dir`` (an index kept beside the documents it indexes) is read without it: its database,
+    lock and journal files are not documents."""
     from ragloom.readers import SimpleDirectoryReader
 
     limits = limits or {}
@@ -263,10 +266,14 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     files = [p for p in paths if p.is_file()]
     if files:
         readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within, **limits))
+    own = index_dir.resolve() if index_dir is not None else None
     for p in paths:
         if p.is_dir():
+            skip = list(exclude or [])
+            if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve():
+                skip.append(glob.escape(own.relative_to(p.resolve()).as_posix()))
             readers.append(SimpleDirectoryReader(
-                input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
+                input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=skip or None,
                 exclude_hidden=not include_hidden, within=within, **limits,
             ))
     return readers
@@ -505,7 +512,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         disable_cache=True,
     )
 
-    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, limits)
+    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, limits, Path(index_dir))
     listing = [r.list_resources() for r in readers]  # one walk of the folders for everything below
     listed = [p for files in listing for p in files]
     _check_room_for_text(splitter)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -58,10 +59,20 @@ def fs_path(text: str) -> str:
 
 
 def escaped_path(text: str) -> str:
-    """A stored path for display: each byte of a name that is not UTF-8 as ``\\xNN``."""
-    if text.isascii():
-        return text
-    return "".join(f"\\x{ord(ch) - _PUA_LO + 0x80:02x}" if _PUA_LO <= ord(ch) <= _PUA_HI else ch for ch in text)
+    """A stored path for display on one line: each byte of a name that is not UTF-8 as ``\\xNN``, and
+    each control character (a newline in a file name, say) as ``\\n``, ``\\t``, ``\\r`` or ``\\xNN``."""
+    if not text.isascii():
+        text = "".join(f"\\x{ord(ch) - _PUA_LO + 0x80:02x}" if _PUA_LO <= ord(ch) <= _PUA_HI else ch for ch in text)
+    return _CONTROL.sub(_escape_control, text) if _CONTROL.search(text) else text
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_NAMES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape_control(m: "re.Match[str]") -> str:
+    ch = m.group()
+    return _CONTROL_NAMES.get(ch) or f"\\x{ord(ch):02x}"
 
 
 def _os_str(file: "os.PathLike[str] | str") -> str:

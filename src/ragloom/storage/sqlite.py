@@ -110,6 +110,21 @@ CREATE TABLE IF NOT EXISTS vector_collections (
 """
 
 
+def _refuse_foreign(conn: apsw.Connection, path: str) -> None:
+    """Raise ``ValueError`` when the database ``conn`` opened holds tables but not ragloom's
+    ``schema_version``: someone else's SQLite file (an index directory's ``ragloom.sqlite`` replaced
+    by another program's, a path given by mistake), which ragloom must neither read as an empty
+    index nor write its tables into.  Checked before anything is written (not even the WAL switch)."""
+    names = [str(r[0]) for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    if names and "schema_version" not in names:
+        shown = ", ".join(sorted(names)[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise ValueError(
+            f"{path} is a SQLite database that ragloom did not create (it holds the tables {shown}); "
+            "ragloom keeps an index in a file of its own: choose another index directory or path"
+        )
+
+
 class SQLiteDatabase:
     """A connection to one ragloom SQLite database (a file, or ``":memory:"``).
 
@@ -145,16 +160,26 @@ class SQLiteDatabase:
         self._depth = 0
         self._commits = 0  # transactions this object committed (see change_token)
         self._closed = False
+        conn: Optional[apsw.Connection] = None
         try:
-            self._conn = self._connect(self._path, busy_timeout_ms)
+            conn = apsw.Connection(self._path)
+            _refuse_foreign(conn, self._path)
+            self._conn = self._connect(conn, busy_timeout_ms)
             self._create_schema()
         except (apsw.NotADBError, apsw.CorruptError) as exc:
+            if conn is not None:
+                conn.close()
             raise ValueError(f"{self._path} is not a ragloom (SQLite) database: {exc}") from exc
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
 
     # -- connection -------------------------------------------------------------------
     @staticmethod
-    def _connect(path: str, busy_timeout_ms: int) -> apsw.Connection:
-        conn = apsw.Connection(path)
+    def _connect(conn: apsw.Connection, busy_timeout_ms: int) -> apsw.Connection:
+        """``conn`` set up: sqlite-vec loaded, busy timeout, WAL (a file), foreign keys, functions."""
+        path = conn.filename or ":memory:"
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         conn.enable_load_extension(False)
@@ -323,7 +348,7 @@ class SQLiteDatabase:
             if self._depth:
                 raise RuntimeError("cannot back up the database inside an open transaction")
             if target.exists():
-                dest = self._connect(str(target), 30_000)
+                dest = self._connect(apsw.Connection(str(target)), 30_000)
                 try:
                     with dest.backup("main", self.connection, "main") as b:
                         b.step(-1)
