@@ -258,3 +258,31 @@ def test_split_pool_workers_warn_about_heavy_metadata_once_in_the_parent(embed, 
     heavy = [r for r in caplog.records if "metadata keys ['title'] take" in r.getMessage()]
     assert len(heavy) == 1 and heavy[0].levelname == "WARNING", caplog.text
     assert sorted(sc.docstore.get_all_ref_doc_info()) == sorted(d.id_ for d in batch)
+
+
+def test_split_pool_workers_log_through_the_parent_once_per_message(embed, caplog):
+    """A worker's warnings went to the worker's own stderr (no handler configured there), never to the
+    parent's log, and a parser's once-per-run warning came once per worker; workers hand their records
+    back and the parent logs each distinct one once per run."""
+    from ragloom.ingestion.transform import SplitPool
+    from ragloom.node_parser import JSONNodeParser
+
+    batch = [Document(id_=f"j{i}", text=f'{{"tea": "oolong {i}", broken', metadata={"file_name": f"j{i}.json"})
+             for i in range(6)]
+    parser = JSONNodeParser(chunk_size=64, tokenizer=embed.get_tokenizer())
+    pool = SplitPool(2, min_chars=0)
+    sc = StorageContext.from_defaults()
+    p = IngestionPipeline(transformations=[parser, embed], docstore=sc.docstore, vector_store=sc.vector_store,
+                          disable_cache=True)
+    try:
+        with caplog.at_level("DEBUG"):
+            p.run_batches([batch], pool=pool)
+            pool._log([("ragloom.test", 30, "once"), ("ragloom.test", 30, "once")])
+    finally:
+        pool.close()
+    assert "on 2 worker processes" in caplog.text
+    fallbacks = [r.getMessage() for r in caplog.records if "cannot parse document" in r.getMessage()]
+    assert sorted(fallbacks) == sorted(set(fallbacks)) and len(fallbacks) == 6, caplog.text
+    assert all(r.name == "ragloom.node_parser.file.base" for r in caplog.records if "cannot parse" in r.getMessage())
+    assert [r.getMessage() for r in caplog.records if r.name == "ragloom.test"] == ["once"]
+    assert sorted(sc.docstore.get_all_ref_doc_info()) == sorted(d.id_ for d in batch)

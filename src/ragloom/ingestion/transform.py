@@ -29,7 +29,7 @@ import logging
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -81,20 +81,47 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode], kw: Dict[str, Any]) -> Tuple[List[BaseNode], list]:
-    """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``;
-    returns the outputs and the heavy-metadata warnings, which the parent logs (see
-    :func:`~ragloom.node_parser.interface.deferred_metadata_warnings`)."""
+#: a worker's log record, as handed to its parent: ``(logger name, level, formatted message)``
+LogEntry = Tuple[str, int, str]
+
+
+class _Collector(logging.Handler):
+    """Keeps the formatted records of ragloom's loggers in a worker process (see :func:`_pooled_call`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.entries: List[LogEntry] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.entries.append((record.name, record.levelno, record.getMessage()))
+
+
+def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode],
+                 kw: Dict[str, Any]) -> Tuple[List[BaseNode], list, List[LogEntry]]:
+    """Worker side of :class:`SplitPool`: unpickle the parser once per worker, then split ``nodes``.
+
+    Returns the outputs, the heavy-metadata warnings (see
+    :func:`~ragloom.node_parser.interface.deferred_metadata_warnings`) and the other warnings ragloom
+    logged meanwhile: the parent logs them (a worker's own log would go to its stderr, unformatted,
+    once per worker: a parser's "once per run" warning came out once per worker)."""
     from ragloom.node_parser.interface import deferred_metadata_warnings
 
-    transform = _WORKER_PARSER.get(digest)
-    if transform is None:
-        transform = pickle.loads(blob)
-        _WORKER_PARSER.clear()
-        _WORKER_PARSER[digest] = transform
-    with deferred_metadata_warnings() as warnings:
-        outputs = _raw_call(transform, nodes, kw)
-    return outputs, warnings
+    collector = _Collector()
+    root = logging.getLogger("ragloom")
+    root.addHandler(collector)
+    propagate, root.propagate = root.propagate, False
+    try:
+        transform = _WORKER_PARSER.get(digest)
+        if transform is None:
+            transform = pickle.loads(blob)
+            _WORKER_PARSER.clear()
+            _WORKER_PARSER[digest] = transform
+        with deferred_metadata_warnings() as warnings:
+            outputs = _raw_call(transform, nodes, kw)
+    finally:
+        root.removeHandler(collector)
+        root.propagate = propagate
+    return outputs, warnings, collector.entries
 
 
 class SplitPool:
@@ -126,6 +153,7 @@ class SplitPool:
         #: id(transform) -> (transform, sha256, pickle), or None when it does not pickle; the entry holds
         #: the transform itself, so its id is not reused by another object while the pool lives
         self._blobs: Dict[int, Optional[Tuple[Any, str, bytes]]] = {}
+        self._logged: Set[LogEntry] = set()  # worker records already logged here (see :meth:`_log`)
 
     def _blob(self, transform: Any) -> Optional[Tuple[str, bytes]]:
         """(sha256, pickle) of ``transform``, or ``None`` (warned once) when it does not pickle."""
@@ -168,10 +196,21 @@ class SplitPool:
 
         out: List[Tuple[List[BaseNode], List[BaseNode]]] = []
         for part, fut in zip(parts, futures, strict=True):
-            outputs, warnings = fut.result()
+            outputs, warnings, entries = fut.result()
             log_metadata_warnings(warnings)  # in this process's warn-once block: once per run
+            self._log(entries)
             out.append((part, outputs))
         return out
+
+    def _log(self, entries: Sequence[LogEntry]) -> None:
+        """Log the records workers handed back (:func:`_pooled_call`) through the same loggers here,
+        each distinct one once for the pool's life (a run): every worker holds its own copy of the
+        parser, so a warning it gives once (a missing grammar, say) came once per worker."""
+        for name, level, message in entries:
+            key = (name, level, message)
+            if key not in self._logged:
+                self._logged.add(key)
+                logging.getLogger(name).log(level, "%s", message)
 
     def close(self) -> None:
         """Stop the worker processes (a pool that never started has none)."""
