@@ -154,6 +154,9 @@ class Plan:
     #: unchanged sources recorded by an older ragloom (a bare document hash): their fingerprint is
     #: rewritten in the new form, nothing is re-embedded
     rehash: Dict[str, str] = field(default_factory=dict)
+    #: ids that several input Documents of this batch share, with how many share each
+    #: (the last of each is planned, as an upsert)
+    duplicates: Dict[str, int] = field(default_factory=dict)
 
     @property
     def todo(self) -> List[BaseNode]:
@@ -460,7 +463,8 @@ class IngestionEngine:
         """Group ``inputs`` by source document and decide what each needs (see the module doc).
 
         ``force``: every source is rebuilt whatever its fingerprint.  Absent sources are not
-        decided here (see :meth:`absent`).  The last version of a repeated input id wins.
+        decided here (see :meth:`absent`).  The last version of a repeated input id wins; repeated
+        :class:`Document` ids are listed in :attr:`Plan.duplicates` (:meth:`run` warns once about them).
         ``continuing``: pre-split sources an earlier batch of the same run wrote, with the
         ``(node id, hash)`` of their nodes so far; more nodes of such a source *continue* it (nothing
         is deleted; its fingerprint is recorded over all its nodes).
@@ -469,7 +473,8 @@ class IngestionEngine:
         groups: Dict[str, Dict[str, BaseNode]] = {}
         for node in inputs:
             g = groups.setdefault(source_id(node), {})
-            g.pop(node.id_, None)
+            if g.pop(node.id_, None) is not None and isinstance(node, Document):
+                plan.duplicates[node.id_] = plan.duplicates.get(node.id_, 1) + 1
             g[node.id_] = node
         recorded_hashes: Set[str] = set()
         if self.docstore is not None and self.strategy == DocstoreStrategy.DUPLICATES_ONLY:
@@ -812,6 +817,7 @@ class IngestionEngine:
                 stats.deleted = len(gone)
         if self.docstore is not None:
             stats.documents_in_docstore = len(self.recorded_sources())
+        run.warn_duplicates()
         first: Dict[str, DocumentFailure] = {}
         for f in stats.failed:
             first.setdefault(f.doc_id, f)
@@ -832,8 +838,12 @@ class _RunState:
     #: pre-split sources written by an earlier batch of this run: (node id, hash) of their nodes so far
     continuing: Dict[str, List[Tuple[Optional[str], str]]] = field(default_factory=dict)
     failed_sources: Set[str] = field(default_factory=set)
+    #: ids shared by several input Documents of this run (in one batch or across batches): how many
+    #: Documents had each (only repeated ids are kept here)
+    duplicates: Dict[str, int] = field(default_factory=dict)
 
     def count_planned(self, plan: Plan) -> None:
+        self._note_duplicates(plan)
         stats = self.stats
         stats.documents += (
             sum(1 for s in plan.sources if s.status != "continued")
@@ -845,6 +855,30 @@ class _RunState:
         self.seen.update(f.doc_id for f in plan.failed)
         stats.unchanged += len(plan.unchanged)
         stats.failed.extend(plan.failed)
+
+    def _note_duplicates(self, plan: Plan) -> None:
+        """Record the Document ids of ``plan`` repeated in its batch or already seen in an earlier
+        batch of this run (called before :attr:`seen` takes the batch's ids)."""
+        documents = dict.fromkeys(plan.duplicates)  # (ordered: the warning names the first ones met)
+        documents.update(dict.fromkeys(
+            s.doc_id for s in (*plan.sources, *plan.unchanged) if isinstance(s.inputs[0], Document)))
+        for doc_id in documents:
+            here = plan.duplicates.get(doc_id, 1)
+            if doc_id in self.seen:
+                self.duplicates[doc_id] = self.duplicates.get(doc_id, 1) + here
+            elif here > 1:
+                self.duplicates[doc_id] = here
+
+    def warn_duplicates(self, shown: int = 3) -> None:
+        """One warning naming the first ``shown`` ids that several input Documents shared (LlamaIndex
+        keeps the last one silently; so does ragloom, but says so)."""
+        if not self.duplicates:
+            return
+        items = list(self.duplicates.items())
+        named = ", ".join(f"{count} documents share the id {doc_id!r}" for doc_id, count in items[:shown])
+        more = len(items) - shown
+        rest = f" (and {more} more id{'s are' if more > 1 else ' is'} shared)" if more > 0 else ""
+        logger.warning("%s%s; the last of each is kept", named, rest)
 
 
 def _unique(nodes: List[BaseNode]) -> List[BaseNode]:
