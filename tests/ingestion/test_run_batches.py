@@ -115,13 +115,15 @@ def test_store_doc_text_false_keeps_links_but_not_text(embed):
     pipeline(embed, sc).run_batches([docs()], store_doc_text=False)
     info = sc.docstore.get_ref_doc_info("a")
     assert info is not None and info.node_ids
-    assert not sc.docstore.docs  # no node text in the docstore's own table
+    assert not sc.docstore.database.execute("SELECT 1 FROM docstore_nodes")  # no node text in its own table
     stored = sc.vector_store.get_nodes(node_ids=info.node_ids)[0]
     assert stored.text
     # the docstore reads a node it records by link from the vector store (docstore.set_node_source)
     assert sc.docstore.get_document(info.node_ids[0]).text == stored.text
+    assert sc.docstore.docs[info.node_ids[0]].text == stored.text
     sc.docstore.set_node_source(None)
     assert sc.docstore.get_document(info.node_ids[0], raise_error=False) is None
+    assert not sc.docstore.docs
 
 
 def test_generator_is_consumed_lazily(embed):

@@ -164,13 +164,16 @@ def test_bad_arguments():
     assert brute_force_bm25("tea", DOCS)  # the reference itself finds something
 
 
-def test_an_empty_docstore_raises_naming_index():
-    """The default SQLite store keeps nodes out of the docstore: docstore=index.docstore used to
-    give a retriever that silently found nothing."""
+def test_docstore_of_an_index_works_and_an_empty_docstore_raises_naming_index():
+    """The default SQLite store keeps node text with the vectors; index.docstore.docs reads it from
+    there (as get_node does), so docstore=index.docstore finds the nodes, as in LlamaIndex.  A docstore
+    that really holds nothing raises instead of giving a retriever that silently finds nothing."""
     from ragloom import Document, VectorStoreIndex
 
     index = VectorStoreIndex.from_documents([Document(text="harbour cranes lift containers")])
+    hits = BM25Retriever.from_defaults(docstore=index.docstore).retrieve("cranes")
+    assert hits and "cranes" in hits[0].node.text
     with pytest.raises(ValueError, match="pass index="):
-        BM25Retriever.from_defaults(docstore=index.docstore)
+        BM25Retriever.from_defaults(docstore=SQLiteDocumentStore())
     hits = BM25Retriever.from_defaults(index=index).retrieve("cranes")
     assert hits and "cranes" in hits[0].node.text

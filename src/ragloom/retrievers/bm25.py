@@ -272,20 +272,18 @@ class BM25Retriever(BaseRetriever):
             store = getattr(index, "vector_store", None)
             if getattr(store, "supports_hybrid", False):
                 return cls(index=index, **common)
-            docstore = index.docstore
-            if not docstore.docs:
+            nodes = list(index.docstore.docs.values())
+            if not nodes:
                 raise ValueError(
                     "the index's vector store has no keyword table and its docstore holds no nodes; "
                     "build the index with store_nodes_override=True or pass nodes=..."
                 )
-        if docstore is not None:
+        elif docstore is not None:
+            # (docs also holds the nodes a StorageContext's vector store keeps: docstore=index.docstore works)
             nodes = list(docstore.docs.values())
-            if not nodes:
-                # the default store keeps nodes with their vectors, not in the docstore: an empty
-                # snapshot would silently find nothing
+            if not nodes:  # an empty snapshot would silently find nothing
                 raise ValueError(
-                    "the docstore holds no nodes (an index on the default SQLite store keeps them in its vector "
-                    "store); pass index=<the index> to search its keyword table, or nodes=..."
+                    "the docstore holds no nodes; pass index=<the index> to search its keyword table, or nodes=..."
                 )
         return cls(nodes=list(nodes or []), **common)
 

@@ -32,8 +32,29 @@ class SQLiteDocumentStore(SQLiteBacked, BaseDocumentStore):
     # -- nodes ---------------------------------------------------------------------------
     @property
     def docs(self) -> Dict[str, BaseNode]:
-        rows = self._db.execute("SELECT node_id, data FROM docstore_nodes")
-        return {node_id: node_from_json(data) for node_id, data in rows}
+        """Every stored node (and document) by id, as LlamaIndex's ``docstore.docs``: the nodes this
+        store keeps with their text, then those it records by link only, read from the node source
+        (:meth:`BaseDocumentStore.set_node_source`: the vector store of a ``StorageContext``) as
+        :meth:`get_node` reads them.  So after ``VectorStoreIndex.from_documents(...)`` it holds
+        every node of :meth:`get_all_ref_doc_info`.
+
+        It loads every node into memory (LlamaIndex's semantics): for a large store read nodes by id
+        with :meth:`get_node` / :meth:`get_nodes` (ids from :meth:`get_ref_doc_info`) instead.
+        """
+        source = self._node_source
+        with self._db.snapshot():  # one consistent view of both tables
+            conn = self._db.connection
+            rows = conn.execute("SELECT node_id, data FROM docstore_nodes").fetchall()
+            # ids recorded by link only (source documents' fingerprints too: the source has no such node)
+            linked = [] if source is None else [r[0] for r in conn.execute(
+                "SELECT doc_id FROM docstore_meta WHERE doc_id NOT IN (SELECT node_id FROM docstore_nodes) "
+                "ORDER BY rowid"
+            )]
+        out = {cast(str, node_id): node_from_json(cast(str, data)) for node_id, data in rows}
+        for start in range(0, len(linked), _CHUNK):
+            assert source is not None
+            out.update((n.node_id, n) for n in source(linked[start : start + _CHUNK]))
+        return out
 
     def add_documents(
         self,

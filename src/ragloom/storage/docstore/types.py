@@ -49,7 +49,9 @@ class BaseDocumentStore(ABC):
     @property
     @abstractmethod
     def docs(self) -> Dict[str, BaseNode]:
-        """Every stored node/document by id."""
+        """Every stored node/document by id (LlamaIndex's semantics: nodes recorded by link only
+        are read from the node source, see :meth:`set_node_source`).  This loads every node; for a
+        large store read them by id with :meth:`get_node` / :meth:`get_nodes`."""
 
     @abstractmethod
     def add_documents(
