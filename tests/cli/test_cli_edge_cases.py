@@ -249,3 +249,16 @@ def test_a_chunk_size_over_the_models_limit_names_only_that_option(tmp_path):
     res = _index(runner, [docs], tmp_path / "idx", "--chunk-size", "100000", ok=False)
     assert res.exit_code == 2 and "--chunk-size" in res.output and "at most 254" in res.output
     assert "--files-per-batch" not in res.output and "1..254" not in res.output
+
+
+def test_overlapping_paths_read_each_file_once(tmp_path):
+    """'ragloom index docs docs/tea.txt docs' read tea.txt (and the folder) more than once: the
+    summary said 3 files read and 7 documents read."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    (docs / "sub").mkdir()
+    (docs / "sub" / "rivers.txt").write_text("Rivers carve valleys over millions of years.", encoding="utf-8")
+    hidden = docs / ".notes.txt"
+    hidden.write_text("A hidden note about oolong.", encoding="utf-8")
+    s = _index(runner, [docs, docs / "tea.txt", docs, docs / "sub", hidden], idx)
+    assert s["files_total"] == s["files_read"] == 4, s  # kayak, tea, rivers, and the hidden file named
+    assert s["documents"]["read"] == 4 and s["documents"]["added"] == 4, s

@@ -19,10 +19,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from ragloom.schema import Document, MetadataMode
-from ragloom.readers.base import escaped_path, fs_path, path_text
+from ragloom.readers.base import escaped_path, file_path_str, fs_path, path_text
 from ragloom.ingestion.junk import JunkFilter
 from ragloom.readers.directory import DEFAULT_MAX_FILE_SIZE, DEFAULT_READ_TIMEOUT
 from ragloom.readers.report import FileSkipped
@@ -254,29 +254,44 @@ def _vector_index_id(index_dir: Path, structs: Sequence[Any]) -> str:
 
 def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[List[str]],
              exclude: Optional[List[str]], include_hidden: bool, within: Optional[Sequence[PathLike]],
-             limits: Optional[Dict[str, Any]] = None, index_dir: Optional[Path] = None) -> List[Any]:
-    """One reader for the files among ``paths`` and one per folder; ``limits``: the
-    ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``.  A folder that holds
-    ``index_dir`` (an index kept beside the documents it indexes) is read without it: its database,
-    lock and journal files are not documents."""
+             limits: Optional[Dict[str, Any]] = None,
+             index_dir: Optional[Path] = None) -> Tuple[List[Any], List[List[str]]]:
+    """``(readers, listing)``: one reader for the files among ``paths`` and one per folder, and the
+    files each will read (:meth:`~ragloom.readers.SimpleDirectoryReader.list_resources`); ``limits``:
+    the ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``.  Every file is
+    read once: a folder given twice, a folder inside another one given (when all its files are read
+    there) and a file a folder given reads are left out.  A folder that holds ``index_dir`` (an index
+    kept beside the documents it indexes) is read without it: its database, lock and journal files
+    are not documents."""
     from ragloom.readers import SimpleDirectoryReader
 
     limits = limits or {}
-    readers = []
-    files = [p for p in paths if p.is_file()]
-    if files:
-        readers.append(SimpleDirectoryReader(input_files=[str(p) for p in files], within=within, **limits))
     own = index_dir.resolve() if index_dir is not None else None
-    for p in paths:
-        if p.is_dir():
-            skip = list(exclude or [])
-            if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve():
-                skip.append(glob.escape(own.relative_to(p.resolve()).as_posix()))
-            readers.append(SimpleDirectoryReader(
-                input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=skip or None,
-                exclude_hidden=not include_hidden, within=within, **limits,
-            ))
-    return readers
+    folders: List[Any] = []
+    folder_lists: List[List[str]] = []
+    listed: Set[str] = set()  # every file a folder reader reads
+    for p in dict.fromkeys(p for p in paths if p.is_dir()):  # (a folder given twice: once)
+        skip = list(exclude or [])
+        if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve():
+            skip.append(glob.escape(own.relative_to(p.resolve()).as_posix()))
+        reader = SimpleDirectoryReader(
+            input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=skip or None,
+            exclude_hidden=not include_hidden, within=within, **limits,
+        )
+        order = reader.list_resources()
+        mine = set(order)
+        if mine and mine <= listed:  # a folder inside another one given: its files are read there
+            continue
+        listed |= mine
+        folders.append(reader)
+        folder_lists.append(order)
+    # a file given that a folder given also reads is read once, there (a hidden file, or one the
+    # folder's filters leave out, is still read because it was named)
+    files = [str(p) for p in dict.fromkeys(p for p in paths if p.is_file()) if file_path_str(p) not in listed]
+    if not files:
+        return folders, folder_lists
+    reader = SimpleDirectoryReader(input_files=files, within=within, **limits)
+    return [reader, *folders], [reader.list_resources(), *folder_lists]
 
 
 def acquire_lock(index_dir: PathLike, wait: bool, on_wait: Optional[Callable[[Optional[int]], None]] = None) -> Any:
@@ -512,8 +527,9 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         disable_cache=True,
     )
 
-    readers = _readers(paths, recursive, required_exts, exclude, include_hidden, within, limits, Path(index_dir))
-    listing = [r.list_resources() for r in readers]  # one walk of the folders for everything below
+    # one walk of the folders for everything below
+    readers, listing = _readers(paths, recursive, required_exts, exclude, include_hidden, within, limits,
+                                Path(index_dir))
     listed = [p for files in listing for p in files]
     _check_room_for_text(splitter)
     scope = _Scope(paths, index.docstore)
