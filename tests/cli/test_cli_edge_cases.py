@@ -86,6 +86,11 @@ def test_changed_chunk_settings_rechunk_everything(tmp_path):
     assert s["rechunked"] is True and s["documents"]["updated"] == 2 and s["chunk_size"] == 64
     s = _index(runner, [docs], idx, "--chunk-size", "64", "--chunk-overlap", "8")
     assert s["rechunked"] is False and s["nodes_embedded"] == 0
+    # a plain re-run keeps the index's own settings (it re-chunked everything back to 254 before)
+    s = _index(runner, [docs], idx)
+    assert s["rechunked"] is False and s["nodes_embedded"] == 0 and (s["chunk_size"], s["chunk_overlap"]) == (64, 8)
+    s = _index(runner, [docs], idx, "--chunk-size", "128")
+    assert s["rechunked"] is True and (s["chunk_size"], s["chunk_overlap"]) == (128, 16)
 
 
 def test_query_modes(tmp_path):

@@ -63,9 +63,11 @@ def _echo_json(data: Any) -> None:
 @click.option("--index-dir", default=DEFAULT_INDEX_DIR, show_default=True, type=click.Path(path_type=Path),
               help="Directory holding the index (created if missing).")
 @click.option("--chunk-size", type=click.IntRange(min=16), default=None,
-              help="Tokens per chunk, metadata included [default: the embed model's limit, 254].")
+              help="Tokens per chunk, metadata included [default: an existing index's own; for a new one "
+                   "the embed model's limit, 254].")
 @click.option("--chunk-overlap", type=click.IntRange(min=0), default=None,
-              help="Tokens shared by consecutive chunks [default: chunk size / 8].")
+              help="Tokens shared by consecutive chunks [default: an existing index's own when --chunk-size is "
+                   "not given either, else chunk size / 8].")
 @click.option("--ext", "required_exts", multiple=True,
               help="Only files with this extension, e.g. --ext .md (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")

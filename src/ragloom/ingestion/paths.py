@@ -364,6 +364,8 @@ def index_paths(
       every committed batch; the next run skips those documents and redoes the rest.
     - A document is skipped when its fingerprint (text, content metadata and the chunking and
       embedding configuration) matches the stored one, so a changed ``chunk_size`` re-chunks.
+      With neither ``chunk_size`` nor ``chunk_overlap`` given, an existing index keeps the ones it
+      was last built with (a new one gets the embed model's defaults).
     - Documents of files deleted below the indexed ``paths``, or now without indexable text, are
       removed; files that failed for a transient reason (:attr:`FileSkipped.transient
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
@@ -479,6 +481,20 @@ class _Scope:
         return path in self.gone or path in self.read or not os.path.exists(fs_path(path))
 
 
+def _recorded_chunking(recorded: Optional[Dict[str, Any]]) -> Tuple[Optional[int], Optional[int]]:
+    """``(chunk_size, chunk_overlap)`` of the splitter an index was last built with, from the
+    configuration :func:`index_paths` records (its first step that has a ``chunk_size``), or
+    ``(None, None)`` for a new index."""
+    if not recorded:
+        return None, None
+    steps = recorded.get("transformations") or [recorded]
+    for step in steps:
+        if isinstance(step, dict) and isinstance(step.get("chunk_size"), int):
+            overlap = step.get("chunk_overlap")
+            return step["chunk_size"], overlap if isinstance(overlap, int) else None
+    return None, None
+
+
 def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
                   required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
                   embed_model: Any, show_progress: bool, include_hidden: bool,
@@ -500,6 +516,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
 
         model.embed_cache = index_dir / DEFAULT_CACHE_NAME
+    if chunk_size is None and chunk_overlap is None:  # neither given: the index's own, as last built
+        chunk_size, chunk_overlap = _recorded_chunking(index.index_struct.node_parser)
     splitter = default_node_parser(model, chunk_size, chunk_overlap, parser)
     tokenizer = model.get_tokenizer()
 
