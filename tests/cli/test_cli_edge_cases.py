@@ -91,6 +91,21 @@ def test_changed_chunk_settings_rechunk_everything(tmp_path):
     assert s["rechunked"] is False and s["nodes_embedded"] == 0 and (s["chunk_size"], s["chunk_overlap"]) == (64, 8)
     s = _index(runner, [docs], idx, "--chunk-size", "128")
     assert s["rechunked"] is True and (s["chunk_size"], s["chunk_overlap"]) == (128, 16)
+    # an overlap alone keeps the index's chunk size (it reset it to 254)
+    s = _index(runner, [docs], idx, "--chunk-overlap", "5")
+    assert (s["chunk_size"], s["chunk_overlap"]) == (128, 5) and s["rechunked"] is True
+
+
+def test_the_parser_of_an_index_is_kept_by_a_plain_re_run(tmp_path):
+    """A plain re-run after --parser sentence went back to 'auto' and re-chunked every file."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    s = _index(runner, [docs], idx, "--parser", "sentence")
+    assert s["parser"] == "sentence"
+    s = _index(runner, [docs], idx)
+    assert s["parser"] == "sentence" and s["rechunked"] is False and s["nodes_embedded"] == 0
+    s = _index(runner, [docs], idx, "--parser", "auto")
+    assert s["parser"] == "auto" and s["rechunked"] is True
+    assert _index(runner, [docs], tmp_path / "new")["parser"] == "auto"  # a new index: the default
 
 
 def test_query_modes(tmp_path):

@@ -16,7 +16,7 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
               exclude: Optional[List[str]] = None, recursive: bool = True, full: bool = False,
               embed_model: str = "default", show_progress: bool = True,
               include_hidden: bool = False, files_per_batch: int = 32,
-              wait: bool = False, parser: str = "auto",
+              wait: bool = False, parser: Optional[str] = None,
               max_file_size: Optional[int] = 100 * 2**20, read_timeout: Optional[float] = 300.0,
               keep_junk: bool = False,
               **distribution: Any) -> Dict[str, Any]:

@@ -67,7 +67,7 @@ def _echo_json(data: Any) -> None:
                    "the embed model's limit, 254].")
 @click.option("--chunk-overlap", type=click.IntRange(min=0), default=None,
               help="Tokens shared by consecutive chunks [default: an existing index's own when --chunk-size is "
-                   "not given either, else chunk size / 8].")
+                   "not given, else chunk size / 8].")
 @click.option("--ext", "required_exts", multiple=True,
               help="Only files with this extension, e.g. --ext .md (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")
@@ -94,9 +94,10 @@ def _echo_json(data: Any) -> None:
               help="Files split, embedded and committed per transaction (a killed run keeps every finished batch).")
 @click.option("--wait", is_flag=True,
               help="If another 'ragloom index' holds --index-dir, wait for it instead of failing.")
-@click.option("--parser", type=click.Choice(["sentence", "auto"]), default="auto", show_default=True,
+@click.option("--parser", type=click.Choice(["sentence", "auto"]), default=None,
               help="'auto': by file type (Markdown and code parsers, sentence splitting for the rest); "
-                   "'sentence': sentence splitting for every file. Changing it re-chunks the files.")
+                   "'sentence': sentence splitting for every file. Changing it re-chunks the files "
+                   "[default: an existing index's own; for a new one 'auto'].")
 @click.option("--max-file-size", type=click.FloatRange(min=0), default=100, show_default=True,
               help="Skip (and list) files larger than this many MB, unread; 0 reads any size.")
 @click.option("--read-timeout", type=click.FloatRange(min=0, max=1e6), default=300, show_default=True,
@@ -118,7 +119,7 @@ def _echo_json(data: Any) -> None:
 def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
               required_exts: List[str], exclude: List[str], recursive: bool, include_hidden: bool, full: bool,
               embed_model: str, fast: bool, as_json: bool, no_progress: bool, files_per_batch: int, wait: bool,
-              parser: str, max_file_size: float, read_timeout: float, keep_junk: bool, engine: str,
+              parser: Optional[str], max_file_size: float, read_timeout: float, keep_junk: bool, engine: str,
               ray_address: Optional[str], num_workers: Optional[int], vector_store: Optional[str]) -> None:
     """Index files and folders PATH... into --index-dir.
 

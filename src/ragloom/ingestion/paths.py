@@ -342,7 +342,7 @@ def index_paths(
     files_per_batch: int = FILES_PER_BATCH,
     wait: bool = False,
     on_wait: Optional[Callable[[Optional[int]], None]] = None,
-    parser: str = DEFAULT_PARSER,
+    parser: Optional[str] = None,
     on_progress: Optional[Callable[[IndexProgress], None]] = None,
     within: Optional[Sequence[PathLike]] = None,
     max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
@@ -364,8 +364,9 @@ def index_paths(
       every committed batch; the next run skips those documents and redoes the rest.
     - A document is skipped when its fingerprint (text, content metadata and the chunking and
       embedding configuration) matches the stored one, so a changed ``chunk_size`` re-chunks.
-      With neither ``chunk_size`` nor ``chunk_overlap`` given, an existing index keeps the ones it
-      was last built with (a new one gets the embed model's defaults).
+      What is not given is an existing index's own, as last built: ``chunk_size``, ``chunk_overlap``
+      (unless only ``chunk_size`` is given: then its default, ``chunk_size // 8``) and ``parser``; a
+      new index gets the embed model's defaults and :data:`DEFAULT_PARSER`.
     - Documents of files deleted below the indexed ``paths``, or now without indexable text, are
       removed; files that failed for a transient reason (:attr:`FileSkipped.transient
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
@@ -417,7 +418,8 @@ def index_paths(
     if engine != "ray" and ray_address is not None:
         raise ValueError("ray_address (--address) needs engine='ray' (--engine ray)")
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
-        default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap, parser)
+        default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap,
+                            parser or DEFAULT_PARSER)
     lock = acquire_lock(index_dir, wait, on_wait)
     try:
         return _index_locked(
@@ -481,24 +483,29 @@ class _Scope:
         return path in self.gone or path in self.read or not os.path.exists(fs_path(path))
 
 
-def _recorded_chunking(recorded: Optional[Dict[str, Any]]) -> Tuple[Optional[int], Optional[int]]:
-    """``(chunk_size, chunk_overlap)`` of the splitter an index was last built with, from the
-    configuration :func:`index_paths` records (its first step that has a ``chunk_size``), or
-    ``(None, None)`` for a new index."""
+#: the node parser class each ``parser`` choice records (see :func:`~ragloom.settings.default_node_parser`)
+_PARSER_CLASSES = {"SimpleFileNodeParser": "auto", "SentenceSplitter": "sentence"}
+
+
+def _recorded_chunking(recorded: Optional[Dict[str, Any]]) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """``(chunk_size, chunk_overlap, parser)`` of the splitter an index was last built with, from
+    the configuration :func:`index_paths` records (its first step that has a ``chunk_size``), or
+    ``None`` for each it does not show (a new index: all three)."""
     if not recorded:
-        return None, None
+        return None, None, None
     steps = recorded.get("transformations") or [recorded]
     for step in steps:
         if isinstance(step, dict) and isinstance(step.get("chunk_size"), int):
             overlap = step.get("chunk_overlap")
-            return step["chunk_size"], overlap if isinstance(overlap, int) else None
-    return None, None
+            return (step["chunk_size"], overlap if isinstance(overlap, int) else None,
+                    _PARSER_CLASSES.get(str(step.get("class_name"))))
+    return None, None, None
 
 
 def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chunk_overlap: Optional[int],
                   required_exts: Optional[List[str]], exclude: Optional[List[str]], recursive: bool, full: bool,
                   embed_model: Any, show_progress: bool, include_hidden: bool,
-                  files_per_batch: int, parser: str,
+                  files_per_batch: int, parser: Optional[str],
                   report: Optional[Callable[[IndexProgress], None]],
                   within: Optional[Sequence[PathLike]] = None,
                   limits: Optional[Dict[str, Any]] = None, keep_junk: bool = False,
@@ -516,8 +523,15 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         from ragloom.embeddings.cache import DEFAULT_CACHE_NAME
 
         model.embed_cache = index_dir / DEFAULT_CACHE_NAME
-    if chunk_size is None and chunk_overlap is None:  # neither given: the index's own, as last built
-        chunk_size, chunk_overlap = _recorded_chunking(index.index_struct.node_parser)
+    # what is not given is the index's own, as last built: the chunk size, the overlap too when the
+    # size is not given either (a new size alone gets its default overlap), and the parser
+    own_size, own_overlap, own_parser = _recorded_chunking(index.index_struct.node_parser)
+    if chunk_size is None:
+        chunk_size = own_size
+        if chunk_overlap is None:
+            chunk_overlap = own_overlap
+    if parser is None:
+        parser = own_parser or DEFAULT_PARSER
     splitter = default_node_parser(model, chunk_size, chunk_overlap, parser)
     tokenizer = model.get_tokenizer()
 
