@@ -282,3 +282,14 @@ def test_overlapping_paths_read_each_file_once(tmp_path):
     s = _index(runner, [docs, docs / "tea.txt", docs, docs / "sub", hidden], idx)
     assert s["files_total"] == s["files_read"] == 4, s  # kayak, tea, rivers, and the hidden file named
     assert s["documents"]["read"] == 4 and s["documents"]["added"] == 4, s
+
+
+def test_a_query_on_an_empty_database_file_creates_nothing(tmp_path):
+    """'ragloom query' on a folder holding a 0-byte ragloom.sqlite turned it into a new, empty index
+    (and added an embedding cache): a read wrote files.  It is refused as no index."""
+    runner, idx = CliRunner(), tmp_path / "idx"
+    idx.mkdir()
+    (idx / "ragloom.sqlite").touch()
+    res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
+    assert res.exit_code == 1 and "no index in" in res.output, res.output
+    assert sorted(p.name for p in idx.iterdir()) == ["ragloom.sqlite"] and (idx / "ragloom.sqlite").stat().st_size == 0

@@ -162,11 +162,14 @@ class StorageContext:
     def _open_persist_dir(persist_dir: PathLike, create_if_missing: bool) -> SQLiteDatabase:
         directory = Path(persist_dir)
         path = directory / DEFAULT_DB_NAME
-        if not path.is_file():
+        # an empty file is no index either (a read must not turn it into one)
+        missing = not path.is_file() or (not create_if_missing and path.stat().st_size == 0)
+        if missing:
             if not create_if_missing:
                 _refuse_llamaindex_dir(directory)
+                state = "is an empty file" if path.is_file() else "does not exist"
                 raise FileNotFoundError(
-                    f"no ragloom index in {directory}: {path} does not exist. Build an index and persist it there "
+                    f"no ragloom index in {directory}: {path} {state}. Build an index and persist it there "
                     f"first (storage_context.persist(persist_dir=...)), or pass create_if_missing=True to start an "
                     f"empty one."
                 )
