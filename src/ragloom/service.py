@@ -204,7 +204,9 @@ class IndexService:
 
         Returns:
             ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``, and, when there are
-            no results, ``"index_nodes"``: the nodes the index holds (``0``: it is empty).
+            no results, ``"index_nodes"`` (the nodes the index holds; ``0``: it is empty) and
+            ``"keyword_only"`` (the query was searched by its words alone: keyword mode, or hybrid
+            mode with a mostly-Chinese query and an English-only embed model).
 
         Raises:
             ValueError: blank ``text``, bad ``top_k``, ``mode`` or ``filters``; ``"keyword"`` on a store
@@ -232,8 +234,9 @@ class IndexService:
             "results": [source_dict(rank, nws) for rank, nws in enumerate(results, 1)],
             "seconds": round(time.perf_counter() - t0, 4),
         }
-        if not results:  # why: an empty index, or (keyword mode, filters) nothing matched
+        if not results:  # why: an empty index, or no keyword matched (keyword search alone, filters)
             out["index_nodes"] = self.index.vector_store.count()
+            out["keyword_only"] = mode == "keyword" or (mode == "hybrid" and retriever.hybrid_alpha(text) == 0.0)
         return out
 
     def _store_mode(self, mode: str) -> str:

@@ -247,8 +247,13 @@ def test_no_results_says_why(tmp_path):
     runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
     _index(runner, [docs], idx)
     res = runner.invoke(cli, ["query", "zebra", "--index-dir", str(idx), "--mode", "keyword"])
-    assert res.exit_code == 0 and "no chunk holds these words" in res.output and "empty" not in res.output
-    assert _query(runner, idx, "zebra", "--mode", "keyword")["index_nodes"] == 2
+    assert res.exit_code == 0 and "no chunk matches the query's words (keyword search" in res.output
+    assert "empty" not in res.output
+    out = _query(runner, idx, "zebra", "--mode", "keyword")
+    assert out["index_nodes"] == 2 and out["keyword_only"] is True
+    # hybrid search of a Chinese query with the English-only bundled model is keyword search alone
+    res = runner.invoke(cli, ["query", "孙悟空", "--index-dir", str(idx)])
+    assert res.exit_code == 0 and "embed model reads English only" in res.output, res.output
     (docs / "kayak.txt").unlink()
     (docs / "tea.txt").unlink()
     _index(runner, [docs], idx)

@@ -266,8 +266,11 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
     if not results:
         if not out.get("index_nodes"):
             click.echo(f"No results: the index in {index_dir} is empty (add documents with 'ragloom index PATH').")
-        elif out["mode"] == "keyword":
-            click.echo("No results: no chunk holds these words (keyword search); try --mode hybrid.")
+        elif out.get("keyword_only"):
+            why = ("keyword search" if out["mode"] == "keyword" else
+                   "searched by keywords alone: the index's embed model reads English only")
+            click.echo(f"No results: no chunk matches the query's words ({why}; common words such as "
+                       f"'the' are not searched).")
         else:
             click.echo("No results.")
         return

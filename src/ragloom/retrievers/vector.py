@@ -153,18 +153,24 @@ class VectorIndexRetriever(BaseRetriever):
             )
         self._mmr_prefetch_k = prefetch_k or max(similarity_top_k, math.ceil(similarity_top_k * float(factor)))
 
+    def hybrid_alpha(self, query_str: str) -> float:
+        """The dense weight hybrid search gives ``query_str``: ``alpha`` when set; else ``0.0``
+        (keyword search alone) for a mostly-Chinese query when the embed model is not multilingual
+        (its vectors of Chinese text carry no meaning), else the store's default."""
+        if self.alpha is not None:
+            return self.alpha
+        from ragloom.analysis import is_mostly_cjk
+        from ragloom.vector_stores.sqlite import DEFAULT_HYBRID_ALPHA
+
+        multilingual = bool(getattr(self._embed_model, "multilingual", False))
+        return 0.0 if (not multilingual and is_mostly_cjk(query_str)) else DEFAULT_HYBRID_ALPHA
+
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         from ragloom.vector_stores.types import VectorStoreQuery
 
         index = self._index
         mode = self.vector_store_query_mode.value
-        alpha = self.alpha
-        if alpha is None and mode == "hybrid":
-            from ragloom.analysis import is_mostly_cjk
-            from ragloom.vector_stores.sqlite import DEFAULT_HYBRID_ALPHA
-
-            multilingual = bool(getattr(self._embed_model, "multilingual", False))
-            alpha = 0.0 if (not multilingual and is_mostly_cjk(query_bundle.query_str)) else DEFAULT_HYBRID_ALPHA
+        alpha = self.hybrid_alpha(query_bundle.query_str) if mode == "hybrid" else self.alpha
         if mode == "mmr":
             return self._retrieve_mmr(query_bundle)
         needs_embedding = mode != "text_search" and not (mode == "hybrid" and alpha == 0.0)
