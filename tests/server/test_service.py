@@ -188,3 +188,21 @@ def test_stats_report_the_ann_generation_and_the_metadata_index(service, tmp_pat
     deleted = service.delete_document(doc["id"])["nodes"]  # a write without an optimize after it
     ann = service.stats()["ann"]
     assert deleted >= 1 and ann["changed_since"] == deleted and ann["kind"] == "sq8"
+
+
+def test_each_ingest_reports_its_own_embedding_cache_counts(tmp_path):
+    """A server runs every ingest job on one embed model and cache: the second job's summary
+    counted the first job's misses too (118 = 103 + its own 15)."""
+    from ragloom.service import IndexService
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "tea.txt").write_text("Green tea is brewed at eighty degrees for three minutes.", encoding="utf-8")
+    (b / "kayak.txt").write_text("Kayaking in the fjords is calm in early summer.", encoding="utf-8")
+    service = IndexService(tmp_path / "idx", create=True)
+    first = service.ingest([a])
+    second = service.ingest([b])
+    assert first.embed_cache["misses"] == first.nodes_embedded >= 1
+    assert second.embed_cache["misses"] == second.nodes_embedded >= 1, second.embed_cache
+    assert service.ingest([a, b]).embed_cache == {"hits": 0, "misses": 0, "writes": 0}  # unchanged: nothing

@@ -535,6 +535,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         parser = own_parser or DEFAULT_PARSER
     splitter = default_node_parser(model, chunk_size, chunk_overlap, parser)
     tokenizer = model.get_tokenizer()
+    # the cache's counters before this run: a server runs many jobs on one model and cache
+    cache_before = model.embed_cache.stats() if model.embed_cache is not None else {}
 
     # Indexes written before fingerprints held the configuration recorded it in the index struct:
     # a differing record means a re-chunk (fingerprints detect it by themselves from then on).
@@ -637,7 +639,8 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         rechunked=rechunk,
         embed_model=model.model_name,
         embed_quantize=model.to_config().get("quantize"),
-        embed_cache=model.embed_cache.stats() if model.embed_cache is not None else None,
+        embed_cache=({k: v - cache_before.get(k, 0) for k, v in model.embed_cache.stats().items()}
+                     if model.embed_cache is not None else None),
         seconds=round(time.perf_counter() - t0, 3),
         parser=parser,
         junk=list(junk_files.values()),
