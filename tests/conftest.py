@@ -123,3 +123,14 @@ def shared_data():
     if not os.path.isdir(SHARED_DATA):
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def embed():
+    """The bundled embed model, warmed up: a fresh instance per test module (a module may change
+    it, e.g. give it an embedding cache).  A module's own ``embed`` fixture takes precedence."""
+    from ragloom.embeddings import HuggingFaceEmbedding
+
+    model = HuggingFaceEmbedding()
+    model.get_text_embedding("warm up")
+    return model

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import logging
 
-import pytest
 
 from ragloom import VectorStoreIndex
-from ragloom.embeddings import HuggingFaceEmbedding
 from ragloom.ingestion import DocstoreStrategy, IngestionPipeline
 from ragloom.node_parser import SentenceSplitter
 from ragloom.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
 from ragloom.storage import StorageContext
 
 LOGGER = "ragloom.ingestion.engine"
-
-
-@pytest.fixture(scope="module")
-def embed():
-    model = HuggingFaceEmbedding()
-    model.get_text_embedding("warm up")
-    return model
 
 
 def dup_docs():

@@ -6,7 +6,6 @@ from typing import ClassVar
 
 import pytest
 
-from ragloom.embeddings import HuggingFaceEmbedding
 from ragloom.ingestion import DocstoreStrategy, IngestionCache, IngestionPipeline
 from ragloom.node_parser import SentenceSplitter
 from ragloom.schema import Document, TextNode
@@ -17,13 +16,6 @@ TEXTS = {
     "b": "Beta dogs run in the park. They fetch sticks and balls. Dogs love long walks.",
     "c": "Gamma birds sing at dawn. They build nests in tall trees. Birds migrate south.",
 }
-
-
-@pytest.fixture(scope="module")
-def embed():
-    model = HuggingFaceEmbedding()
-    model.get_text_embedding("warm up")
-    return model
 
 
 class Counting:

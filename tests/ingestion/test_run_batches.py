@@ -19,13 +19,6 @@ TEXTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def embed():
-    model = HuggingFaceEmbedding()
-    model.get_text_embedding("warm up")
-    return model
-
-
 def docs(texts=TEXTS, meta=None):
     return [Document(id_=k, text=v, metadata=dict(meta or {"name": k})) for k, v in texts.items()]
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from ragloom import SummaryIndex, VectorStoreIndex, load_index_from_storage
-from ragloom.embeddings import HuggingFaceEmbedding
 from ragloom.node_parser import SentenceSplitter
 from ragloom.schema import Document, NodeRelationship, RelatedNodeInfo, TextNode
 from ragloom.storage import SQLiteDocumentStore, StorageContext
@@ -17,13 +15,6 @@ TEXTS = {
     "cats": "Cats sleep all day. They purr softly on the sofa. Cats like warm places in winter.",
     "dogs": "Dogs run in the park. They fetch sticks and balls. Dogs love long walks by the river.",
 }
-
-
-@pytest.fixture(scope="module")
-def embed():
-    model = HuggingFaceEmbedding()
-    model.get_text_embedding("warm up")
-    return model
 
 
 def documents():
