@@ -287,6 +287,8 @@ def test_overlapping_paths_read_each_file_once(tmp_path):
     s = _index(runner, [docs, docs / "tea.txt", docs, docs / "sub", hidden], idx)
     assert s["files_total"] == s["files_read"] == 4, s  # kayak, tea, rivers, and the hidden file named
     assert s["documents"]["read"] == 4 and s["documents"]["added"] == 4, s
+    s = _index(runner, [docs / "sub", docs], tmp_path / "idx2")  # the inner folder first
+    assert s["files_total"] == 3 and s["documents"]["read"] == 3, s
 
 
 def test_a_query_on_an_empty_database_file_creates_nothing(tmp_path):

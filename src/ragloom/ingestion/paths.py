@@ -271,7 +271,8 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     folders: List[Any] = []
     folder_lists: List[List[str]] = []
     listed: Set[str] = set()  # every file a folder reader reads
-    for p in dict.fromkeys(p for p in paths if p.is_dir()):  # (a folder given twice: once)
+    # (a folder given twice: once; outer folders first, so that one inside them is seen to be read there)
+    for p in sorted(dict.fromkeys(p for p in paths if p.is_dir()), key=lambda d: len(d.parts)):
         skip = list(exclude or [])
         if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve():
             skip.append(glob.escape(own.relative_to(p.resolve()).as_posix()))
