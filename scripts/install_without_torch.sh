@@ -11,7 +11,7 @@
 # Usage: bash scripts/install_without_torch.sh [PATH_OR_NAME][[EXTRAS]]
 #   (default: this checkout, editable; "." is this checkout, editable)   e.g.
 #   bash scripts/install_without_torch.sh ".[office,server]"
-# Extras are installed with ragloom's other dependencies; those that need torch (torch, llm, all) are
+# Extras are installed with ragloom's other dependencies; those that need torch (torch, llm, all, bench) are
 # refused with a message, since they would bring it back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ if [[ "$TARGET" =~ ^(.*)\[([^]]*)\]$ ]]; then
 fi
 for extra in ${EXTRAS//,/ }; do
     case "$extra" in
-        torch|llm|all)
+        torch|llm|all|bench)
             echo "error: the extra '$extra' needs torch; leave it out here, or install ragloom with pip after CPU torch (README)" >&2
             exit 2 ;;
     esac

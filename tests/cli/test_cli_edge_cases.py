@@ -220,6 +220,12 @@ def test_an_index_kept_inside_the_indexed_folder_is_not_read_as_documents(tmp_pa
     again = _index(runner, [docs], idx)
     assert first["files_total"] == again["files_total"] == 2 and again["skipped"] == [], again
     assert again["nodes_embedded"] == 0
+    # only that folder: another folder or file of the same name elsewhere is still read
+    (docs / "proj" / "idx").mkdir(parents=True)
+    (docs / "proj" / "idx" / "notes.txt").write_text("Notes about oolong tea.", encoding="utf-8")
+    (docs / "proj" / "idx.txt").write_text("More notes about green tea.", encoding="utf-8")
+    third = _index(runner, [docs], idx)
+    assert third["files_total"] == 4 and third["skipped"] == [], third
 
 
 def test_a_sqlite_file_that_is_not_an_index_is_refused(tmp_path):
@@ -300,3 +306,33 @@ def test_a_query_on_an_empty_database_file_creates_nothing(tmp_path):
     res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
     assert res.exit_code == 1 and "no index in" in res.output, res.output
     assert sorted(p.name for p in idx.iterdir()) == ["ragloom.sqlite"] and (idx / "ragloom.sqlite").stat().st_size == 0
+
+
+def test_a_chunk_size_recorded_by_a_python_build_over_the_models_limit_is_not_reused(tmp_path):
+    """An index built in Python with SentenceSplitter(chunk_size=1024) recorded that size; a plain
+    'ragloom index' took it as the index's own and refused ("exceeds the embed model's limit"),
+    though no --chunk-size was given.  It falls back to the model's default."""
+    from ragloom import StorageContext, VectorStoreIndex
+    from ragloom.embeddings import HuggingFaceEmbedding
+    from ragloom.node_parser import SentenceSplitter
+    from ragloom.schema import Document
+
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    sc = StorageContext.from_defaults(persist_dir=str(idx), create_if_missing=True)
+    VectorStoreIndex.from_documents([Document(text="Tea.", id_="t")], storage_context=sc,
+                                    embed_model=HuggingFaceEmbedding(),
+                                    transformations=[SentenceSplitter(chunk_size=1024, chunk_overlap=20)])
+    sc.persist(persist_dir=str(idx))
+    s = _index(runner, [docs], idx)
+    assert s["chunk_size"] == 254, s
+
+
+def test_optimize_on_another_programs_database_is_a_clean_error(tmp_path):
+    import sqlite3
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with sqlite3.connect(foreign / "ragloom.sqlite") as plain:
+        plain.execute("CREATE TABLE t(x)")
+    res = CliRunner().invoke(cli, ["optimize", "--index-dir", str(foreign)])
+    assert res.exit_code == 1 and "ragloom did not create" in res.output and "Traceback" not in res.output

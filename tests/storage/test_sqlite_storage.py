@@ -101,6 +101,15 @@ def test_another_programs_sqlite_file_is_refused_and_left_untouched(tmp_path: Pa
     db.close()
 
 
+def test_a_foreign_database_of_views_only_or_sqlite_like_names_is_refused(tmp_path: Path) -> None:
+    for i, ddl in enumerate(["CREATE VIEW v AS SELECT 1", "CREATE TABLE sqliteish(x)"]):
+        path = tmp_path / f"{i}.sqlite"
+        with sqlite3.connect(path) as plain:
+            plain.execute(ddl)
+        with pytest.raises(ValueError, match="did not create"):
+            SQLiteDatabase(path)
+
+
 def test_nested_transactions_roll_back_only_their_level() -> None:
     db = SQLiteDatabase()
     ds = SQLiteDocumentStore(db)

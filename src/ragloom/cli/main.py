@@ -218,6 +218,8 @@ def optimize_cmd(index_dir: Path, as_json: bool, wait: bool) -> None:
         out = optimize_index(index_dir, wait=wait)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    except ValueError as exc:  # e.g. another program's SQLite file where the index should be
+        raise click.ClickException(f"{index_dir}: {exc}") from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
     if as_json:

@@ -10,7 +10,6 @@ summary.
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import os
@@ -273,12 +272,10 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     listed: Set[str] = set()  # every file a folder reader reads
     # (a folder given twice: once; outer folders first, so that one inside them is seen to be read there)
     for p in sorted(dict.fromkeys(p for p in paths if p.is_dir()), key=lambda d: len(d.parts)):
-        skip = list(exclude or [])
-        if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve():
-            skip.append(glob.escape(own.relative_to(p.resolve()).as_posix()))
+        skip = [own] if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve() else None
         reader = SimpleDirectoryReader(
-            input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=skip or None,
-            exclude_hidden=not include_hidden, within=within, **limits,
+            input_dir=str(p), recursive=recursive, required_exts=required_exts, exclude=exclude,
+            exclude_hidden=not include_hidden, within=within, skip_dirs=skip, **limits,
         )
         order = reader.list_resources()
         mine = set(order)
@@ -528,6 +525,9 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     # what is not given is the index's own, as last built: the chunk size, the overlap too when the
     # size is not given either (a new size alone gets its default overlap), and the parser
     own_size, own_overlap, own_parser = _recorded_chunking(index.index_struct.node_parser)
+    limit = model.max_text_tokens
+    if own_size is not None and limit is not None and own_size > limit:  # (recorded by a Python-API build)
+        own_size = own_overlap = None
     if chunk_size is None:
         chunk_size = own_size
         if chunk_overlap is None:

@@ -93,7 +93,10 @@ class _Collector(logging.Handler):
         self.entries: List[LogEntry] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.entries.append((record.name, record.levelno, record.getMessage()))
+        try:
+            self.entries.append((record.name, record.levelno, record.getMessage()))
+        except Exception:  # a malformed log call must not stop the split (as with logging's own handlers)
+            self.handleError(record)
 
 
 def _pooled_call(digest: str, blob: bytes, nodes: List[BaseNode],

@@ -551,6 +551,8 @@ class SimpleDirectoryReader:
             ``"**/build/**"``).  A pattern without ``/`` matches a name at any depth; a
             pattern that matches a folder excludes everything under it.
         exclude_hidden: skip files and folders whose name starts with ``.``.
+        skip_dirs: folders below ``input_dir`` not to enter, compared by real path (ragloom's own;
+            ``ragloom index`` keeps an index folder kept inside the folder it reads out this way).
         errors: codec error handler for text decoding (``"strict"``, ``"replace"``,
             ``"ignore"`` …).  With ``"strict"`` an undecodable file is skipped.
         recursive: descend into sub-folders (symlinked folders are not followed).
@@ -624,6 +626,7 @@ class SimpleDirectoryReader:
         within: Optional[Sequence[PathLike]] = None,
         max_file_size: Optional[int] = DEFAULT_MAX_FILE_SIZE,
         read_timeout: Optional[float] = DEFAULT_READ_TIMEOUT,
+        skip_dirs: Optional[Sequence[PathLike]] = None,
     ) -> None:
         if (input_dir is None) == (input_files is None):
             raise ValueError("give exactly one of input_dir and input_files")
@@ -664,6 +667,8 @@ class SimpleDirectoryReader:
 
         self.exclude: List[str] = list(exclude or [])
         self.exclude_hidden = exclude_hidden
+        #: real paths of folders the listing does not enter (see ``skip_dirs``)
+        self.skip_dirs = {os.path.realpath(os.fspath(d)) for d in skip_dirs or ()}
         self.errors = errors
         self.recursive = recursive
         self.encoding = encoding
@@ -738,6 +743,8 @@ class SimpleDirectoryReader:
             keep = []
             for d in sorted(dirnames):
                 if self.exclude_hidden and d.startswith("."):
+                    continue
+                if self.skip_dirs and os.path.realpath(os.path.join(dirpath, d)) in self.skip_dirs:
                     continue
                 if self.exclude and self._is_excluded(rel_dir + d):
                     continue

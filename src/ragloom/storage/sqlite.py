@@ -116,7 +116,7 @@ def _refuse_foreign(conn: apsw.Connection, path: str) -> None:
     by another program's, a path given by mistake), which ragloom must neither read as an empty
     index nor write its tables into.  Checked before anything is written (not even the WAL switch)."""
     names = [str(r[0]) for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")]
     if names and "schema_version" not in names:
         shown = ", ".join(sorted(names)[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         raise ValueError(
@@ -163,6 +163,7 @@ class SQLiteDatabase:
         conn: Optional[apsw.Connection] = None
         try:
             conn = apsw.Connection(self._path)
+            conn.set_busy_timeout(busy_timeout_ms)  # (before the first read: another process may hold the file)
             _refuse_foreign(conn, self._path)
             self._conn = self._connect(conn, busy_timeout_ms)
             self._create_schema()
