@@ -208,9 +208,9 @@ def open_index(index_dir: PathLike, create: bool = True, embed_model: Any = None
     from ragloom.embeddings.cache import attach_query_cache
     from ragloom.indices import VectorStoreIndex, load_index_from_storage
     from ragloom.storage import StorageContext
+    from ragloom.storage.storage_context import holds_index
 
-    db = Path(index_dir) / INDEX_DB_NAME
-    if not create and (not db.exists() or (db.is_file() and db.stat().st_size == 0)):  # (empty: no index either)
+    if not create and not holds_index(index_dir):
         raise FileNotFoundError(f"no index in {index_dir}: run 'ragloom index PATH' first")
     server_store = _recorded_vector_store(Path(index_dir), vector_store, create)
     sc = StorageContext.from_defaults(persist_dir=str(index_dir), create_if_missing=create, vector_store=server_store)

@@ -34,6 +34,13 @@ def _database_of(component: Any) -> Optional[SQLiteDatabase]:
     return db if isinstance(db, SQLiteDatabase) else None
 
 
+def holds_index(persist_dir: Union[str, "os.PathLike[str]"]) -> bool:
+    """Whether ``persist_dir`` holds a ragloom index to read: a non-empty database file (an empty
+    one is no index either: a read must not turn it into one)."""
+    path = Path(persist_dir) / DEFAULT_DB_NAME
+    return path.is_file() and path.stat().st_size > 0
+
+
 class StorageContext:
     """Where an index's nodes, structs and vectors are kept.
 
@@ -162,9 +169,7 @@ class StorageContext:
     def _open_persist_dir(persist_dir: PathLike, create_if_missing: bool) -> SQLiteDatabase:
         directory = Path(persist_dir)
         path = directory / DEFAULT_DB_NAME
-        # an empty file is no index either (a read must not turn it into one)
-        missing = not path.is_file() or (not create_if_missing and path.stat().st_size == 0)
-        if missing:
+        if not (path.is_file() if create_if_missing else holds_index(directory)):
             if not create_if_missing:
                 _refuse_llamaindex_dir(directory)
                 state = "is an empty file" if path.is_file() else "does not exist"
