@@ -237,6 +237,25 @@ def test_broken_symlink_and_directory_inputs(tree: Path) -> None:
     assert reasons[(tree / "sub").as_posix()] == "not a regular file"
 
 
+def test_a_file_reached_by_several_paths_is_read_once(tree: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a symlink sorted before its target, and one after it: the target's own path is kept
+    (tree / "0-link.txt").symlink_to(tree / "a.txt")
+    (tree / "z-link.txt").symlink_to("a.txt")
+    # two symlinks to a file outside the listing: the first is kept
+    outside = tree / "sub" / "deep" / "e.TXT"
+    (tree / "l1.txt").symlink_to(outside)
+    (tree / "l2.txt").symlink_to(outside)
+    r = SimpleDirectoryReader(tree, required_exts=[".txt"])
+    assert [Path(p).name for p in r.list_resources()] == ["a.txt", "l1.txt"]
+    docs = r.load_data()
+    assert sorted(d.id_ for d in docs) == sorted([(tree / "a.txt").as_posix(), outside.as_posix()])
+    assert [Path(d.metadata["file_path"]).name for d in docs] == ["a.txt", "l1.txt"]
+    # named files: the same rule, and num_files_limit counts files, not paths
+    r = SimpleDirectoryReader(input_files=[tree / "0-link.txt", tree / "a.txt", tree / "z-link.txt", tree / "b.md"],
+                              num_files_limit=2)
+    assert [Path(p).name for p in r.list_resources()] == ["a.txt", "b.md"]
+
+
 def test_broken_reader_never_escapes(tree: Path) -> None:
     class Boom(BaseReader):
         def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:

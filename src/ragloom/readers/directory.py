@@ -540,6 +540,38 @@ def _existing_dir(input_dir: PathLike) -> Path:
     return d
 
 
+def _one_path_per_file(files: List[Path]) -> List[Path]:
+    """``files`` (in order) with one path per file: of the paths that lead to the same file (a symlink
+    and its target, or two symlinks to one file), the file's own path is kept, else the first.  A
+    document's id is its file's real path, so reading both would read one document twice.  Costs one
+    ``lstat`` per file, and resolves paths only when one of them is a symlink."""
+    links = [os.path.islink(f) for f in files]
+    if not any(links):
+        return files
+    real_dirs: Dict[Path, str] = {}
+
+    def real(f: Path, link: bool) -> str:
+        if link:
+            return os.path.realpath(f)
+        d = real_dirs.get(f.parent)
+        if d is None:
+            d = real_dirs[f.parent] = os.path.realpath(f.parent)
+        return os.path.join(d, f.name)
+
+    chosen: Dict[str, int] = {}
+    for i, (f, link) in enumerate(zip(files, links, strict=True)):
+        key = real(f, link)
+        j = chosen.get(key)
+        if j is None or (links[j] and not link):
+            if j is not None:
+                logger.debug("reading %s once, as %s (%s leads to it)", key, file_path_str(f), file_path_str(files[j]))
+            chosen[key] = i
+        else:
+            logger.debug("reading %s once, as %s (%s leads to it)", key, file_path_str(files[j]), file_path_str(f))
+    kept = sorted(chosen.values())
+    return [files[i] for i in kept]
+
+
 class SimpleDirectoryReader:
     """Read a folder of files (or a list of files) into :class:`~ragloom.schema.Document` s.
 
@@ -596,7 +628,9 @@ class SimpleDirectoryReader:
 
     Every skipped file (binary, empty or whitespace-only, encrypted or scanned PDF,
     permission denied, corrupt …) is logged and listed in :attr:`report` with its reason.
-    Files are read in sorted order of their absolute POSIX path.
+    Files are read in sorted order of their absolute POSIX path.  A file reached by several paths (a
+    symlink beside its target, two symlinks to one file) is read once, by its own path when that is
+    listed (ids are real paths, so both would be one document read twice).
 
     Raises:
         ValueError: both or neither of ``input_dir``/``input_files``; ``num_files_limit``
@@ -722,12 +756,12 @@ class SimpleDirectoryReader:
 
     def _list_files(self) -> List[Path]:
         self._listing_skips = []
-        return self._confined(self._list_all_files())
+        files = self._confined(_one_path_per_file(self._list_all_files()))
+        return files[: self.num_files_limit] if self.num_files_limit else files
 
     def _list_all_files(self) -> List[Path]:
         if self.input_dir is None:
-            files = sorted(set(self.input_files), key=lambda p: p.as_posix())
-            return files[: self.num_files_limit] if self.num_files_limit else files
+            return sorted(set(self.input_files), key=lambda p: p.as_posix())
         root = self.input_dir
         found: List[Path] = []
 
@@ -760,8 +794,6 @@ class SimpleDirectoryReader:
                     continue
                 found.append(Path(dirpath) / name)
         found.sort(key=lambda p: p.as_posix())
-        if self.num_files_limit is not None:
-            found = found[: self.num_files_limit]
         return found
 
     def list_resources(self) -> List[str]:
