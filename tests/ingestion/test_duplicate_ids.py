@@ -97,3 +97,13 @@ def test_no_warning_for_distinct_ids_or_pre_split_sources_over_batches(embed, ca
         pipeline(embed, sc).run_batches([[Document(text="One.", id_="a")], [Document(text="Two.", id_="b")]])
     assert warnings_about_ids(caplog) == []
     assert sorted(sc.docstore.get_ref_doc_info("parent").node_ids) == ["part-0", "part-1"]
+
+
+def test_refresh_ref_docs_answers_true_only_for_the_copy_it_kept(embed, caplog):
+    index = VectorStoreIndex.from_documents([], embed_model=embed)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert index.refresh_ref_docs(dup_docs()) == [False, True, True]
+    assert warnings_about_ids(caplog) == ["2 documents share the id 'dup'; the last of each is kept"]
+    assert stored_texts(index.storage_context, "dup") == ["Dup two, different text."]
+    # the same call again: nothing changed, every answer is False
+    assert index.refresh_ref_docs(dup_docs()) == [False, False, False]

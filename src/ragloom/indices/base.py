@@ -89,6 +89,16 @@ DEFAULT_INSERT_BATCH_SIZE = 2048
 IS = TypeVar("IS", bound=DocstoreIndexStruct)
 
 
+def refreshed(documents: Sequence[Document], stats: Any, plans: Sequence[Any]) -> List[bool]:
+    """``refresh_ref_docs``'s answer for ``documents`` from its run's ``IngestionStats`` and plans:
+    ``True`` for a document added or rebuilt.  Of documents sharing an id only the last was ingested
+    (the engine keeps the last), so only it can get ``True``."""
+    failed = {f.doc_id for f in stats.failed}
+    done = {s.doc_id for plan in plans for s in plan.sources} - failed
+    last = {doc.id_: k for k, doc in enumerate(documents)}
+    return [doc.id_ in done and last[doc.id_] == k for k, doc in enumerate(documents)]
+
+
 class IndexNotReadyError(RagloomError, RuntimeError):
     """An index cannot build any node (e.g. it needs an LLM and none is configured).  Raised by the
     writing methods (``from_documents``, ``insert``, ``refresh_ref_docs`` …) when there is something
@@ -578,11 +588,11 @@ class BaseIndex(ABC, Generic[IS]):
         no LLM call, no write).  "Changed": another :attr:`Document.hash`, other transformations or
         another :meth:`_index_config`.  Returns one ``bool`` per document: ``True`` if it was added or
         rebuilt.  A document that cannot be ingested is logged and gets ``False``
-        (``raise_on_error=True`` raises :class:`~ragloom.errors.IngestionError` after the others)."""
+        (``raise_on_error=True`` raises :class:`~ragloom.errors.IngestionError` after the others).
+        Of documents sharing an id, the last is the one ingested (a warning names the id): only it
+        can get ``True``."""
         stats, plans = self._ingest(documents, show_progress=show_progress, raise_on_error=raise_on_error)
-        failed = {f.doc_id for f in stats.failed}
-        done = {s.doc_id for plan in plans for s in plan.sources} - failed
-        return [doc.id_ in done for doc in documents]
+        return refreshed(documents, stats, plans)
 
     # -- reading --------------------------------------------------------------------------------
     @abstractmethod

@@ -334,12 +334,13 @@ class VectorStoreIndex:
         splitter configuration re-chunks every document).  Returns ``list[bool]``, one per document:
         ``True`` if it was inserted or updated.  A document that cannot be ingested is logged and
         gets ``False`` (``raise_on_error=True`` raises :class:`~ragloom.errors.IngestionError`
-        after the others are written).
+        after the others are written).  Of documents sharing an id, the last is the one ingested (a
+        warning names the id): only it can get ``True``.
         """
+        from ragloom.indices.base import refreshed
+
         stats, plans = self._ingest(documents, show_progress=show_progress, raise_on_error=raise_on_error)
-        failed = {f.doc_id for f in stats.failed}
-        done = {s.doc_id for plan in plans for s in plan.sources} - failed
-        return [doc.id_ in done for doc in documents]
+        return refreshed(documents, stats, plans)
 
     def _transaction(self) -> Any:
         return self._storage_context.transaction()
