@@ -29,6 +29,23 @@ for extra in ${EXTRAS//,/ }; do
     esac
 done
 PY="${PYTHON:-python}"
+if [ "$TARGET" = "." ] && [ -n "$EXTRAS" ]; then
+    # this checkout's extras are known before anything is installed (others are checked after)
+    EXTRAS="$EXTRAS" "$PY" - <<'PYEOF' || exit 2
+import os
+import sys
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: checked after the install instead
+    sys.exit(0)
+with open("pyproject.toml", "rb") as f:
+    known = set(tomllib.load(f)["project"].get("optional-dependencies", {}))
+unknown = sorted({e for e in os.environ["EXTRAS"].split(",") if e} - known)
+if unknown:
+    sys.exit(f"error: unknown extra(s) {unknown}; ragloom has {sorted(known)}")
+PYEOF
+fi
 if [ "$TARGET" = "." ]; then
     "$PY" -m pip install -q --no-deps -e .
 else
