@@ -256,6 +256,26 @@ def test_a_file_reached_by_several_paths_is_read_once(tree: Path, caplog: pytest
     assert [Path(p).name for p in r.list_resources()] == ["a.txt", "b.md"]
 
 
+def test_a_folder_holding_a_ragloom_index_is_not_entered(tree: Path) -> None:
+    from ragloom.readers.directory import REASON_INDEX_FOLDER
+
+    idx = tree / "sub" / "old-index"
+    idx.mkdir()
+    (idx / "ragloom.sqlite").write_bytes(b"SQLite format 3\x00" + bytes(100))
+    (idx / "notes.txt").write_text("not read either", encoding="utf-8")
+    empty = tree / "drafts" / "empty-db"  # an empty database file is no index: read as usual
+    empty.mkdir()
+    (empty / "ragloom.sqlite").write_bytes(b"")
+    (empty / "g.txt").write_text("gamma", encoding="utf-8")
+    r = SimpleDirectoryReader(tree, recursive=True)
+    listed = names(r)
+    assert "sub/d.txt" in listed and "drafts/empty-db/g.txt" in listed
+    assert not [p for p in listed if p.startswith("sub/old-index")]
+    assert r.listing_skipped == [type(r.listing_skipped[0])(idx.as_posix(), REASON_INDEX_FOLDER)]
+    r.load_data()
+    assert r.report.skipped_reasons()[idx.as_posix()] == REASON_INDEX_FOLDER
+
+
 def test_broken_reader_never_escapes(tree: Path) -> None:
     class Boom(BaseReader):
         def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:

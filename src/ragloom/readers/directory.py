@@ -194,6 +194,8 @@ MEDIA_REASONS = {
 #: Skip reason of a file whose size or modification time changed while it was read: what was
 #: read may be half old, half new.  Transient: an index keeps what it had, the next run reads it.
 REASON_CHANGED = "changed while being read (the next run reads it again)"
+#: a folder below the one read that holds a ragloom index (its database files are no documents)
+REASON_INDEX_FOLDER = "a ragloom index folder: not read"
 
 
 _Skip = Tuple[str, Optional[BaseException]]
@@ -585,6 +587,8 @@ class SimpleDirectoryReader:
         exclude_hidden: skip files and folders whose name starts with ``.``.
         skip_dirs: folders below ``input_dir`` not to enter, compared by real path (ragloom's own;
             ``ragloom index`` keeps an index folder kept inside the folder it reads out this way).
+            Any other folder below ``input_dir`` that holds a ragloom index (a ``ragloom.sqlite``) is
+            not entered either, and is reported as skipped (:data:`REASON_INDEX_FOLDER`).
         errors: codec error handler for text decoding (``"strict"``, ``"replace"``,
             ``"ignore"`` …).  With ``"strict"`` an undecodable file is skipped.
         recursive: descend into sub-folders (symlinked folders are not followed).
@@ -771,6 +775,8 @@ class SimpleDirectoryReader:
             logger.warning("skipping %s: %s", path, reason)
             self._listing_skips.append(FileSkipped(path, reason))
 
+        from ragloom.storage.storage_context import holds_index
+
         for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
             rel_dir = Path(dirpath).relative_to(root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir + "/"
@@ -779,6 +785,11 @@ class SimpleDirectoryReader:
                 if self.exclude_hidden and d.startswith("."):
                     continue
                 if self.skip_dirs and os.path.realpath(os.path.join(dirpath, d)) in self.skip_dirs:
+                    continue
+                if self.recursive and holds_index(os.path.join(dirpath, d)):  # another ragloom index
+                    sub = file_path_str(Path(dirpath) / d)
+                    logger.info("skipping %s: %s", sub, REASON_INDEX_FOLDER)
+                    self._listing_skips.append(FileSkipped(sub, REASON_INDEX_FOLDER))
                     continue
                 if self.exclude and self._is_excluded(rel_dir + d):
                     continue
