@@ -295,6 +295,13 @@ def test_overlapping_paths_read_each_file_once(tmp_path):
     assert s["documents"]["read"] == 4 and s["documents"]["added"] == 4, s
     s = _index(runner, [docs / "sub", docs], tmp_path / "idx2")  # the inner folder first
     assert s["files_total"] == 3 and s["documents"]["read"] == 3, s
+    # an exclude pattern relative to the outer folder leaves one file of the inner one out there;
+    # the inner folder (named) reads it, and the file they share is read once
+    (docs / "sub" / "lakes.txt").write_text("Lakes fill basins left by glaciers.", encoding="utf-8")
+    s = _index(runner, [docs, docs / "sub"], tmp_path / "idx3", "--exclude", "sub/lakes.txt")
+    assert s["files_total"] == s["files_read"] == 4 and s["documents"]["read"] == 4, s
+    assert [r["text"] for r in _query(runner, tmp_path / "idx3", "lakes basins glaciers")["results"]
+            if "Lakes" in r["text"]], "lakes.txt was read"
 
 
 def test_a_query_on_an_empty_database_file_creates_nothing(tmp_path):

@@ -259,8 +259,9 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     """``(readers, listing)``: one reader for the files among ``paths`` and one per folder, and the
     files each will read (:meth:`~ragloom.readers.SimpleDirectoryReader.list_resources`); ``limits``:
     the ``max_file_size`` / ``read_timeout`` arguments of ``SimpleDirectoryReader``.  Every file is
-    read once: a folder given twice, a folder inside another one given (when all its files are read
-    there) and a file a folder given reads are left out.  A folder that holds ``index_dir`` (an index
+    read once: a folder given twice, a folder inside another one given (the files the outer one
+    does not read, such as those an exclude pattern relative to it leaves out, are read as named
+    files) and a file a folder given reads are left out.  A folder that holds ``index_dir`` (an index
     kept beside the documents it indexes) is read without it: its database, lock and journal files
     are not documents."""
     from ragloom.readers import SimpleDirectoryReader
@@ -270,6 +271,7 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     folders: List[Any] = []
     folder_lists: List[List[str]] = []
     listed: Set[str] = set()  # every file a folder reader reads
+    rest: List[str] = []  # files of a folder inside another one given that the outer folder does not read
     # (a folder given twice: once; outer folders first, so that one inside them is seen to be read there)
     for p in sorted(dict.fromkeys(p for p in paths if p.is_dir()), key=lambda d: len(d.parts)):
         skip = [own] if own is not None and own.is_relative_to(p.resolve()) and own != p.resolve() else None
@@ -279,7 +281,10 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
         )
         order = reader.list_resources()
         mine = set(order)
-        if mine and mine <= listed:  # a folder inside another one given: its files are read there
+        if mine & listed:  # a folder inside another one given: its files are read there, and those
+            # that folder's filters left out (an --exclude pattern relative to it) are read as files
+            rest.extend(f for f in order if f not in listed)
+            listed |= mine
             continue
         listed |= mine
         folders.append(reader)
@@ -287,6 +292,7 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     # a file given that a folder given also reads is read once, there (a hidden file, or one the
     # folder's filters leave out, is still read because it was named)
     files = [str(p) for p in dict.fromkeys(p for p in paths if p.is_file()) if file_path_str(p) not in listed]
+    files.extend(f for f in rest if f not in files)
     if not files:
         return folders, folder_lists
     reader = SimpleDirectoryReader(input_files=files, within=within, **limits)
