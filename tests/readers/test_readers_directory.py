@@ -226,6 +226,44 @@ def test_permission_denied(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         f.chmod(0o644)
 
 
+def _without_file_permission_bypass() -> List[str]:
+    """A command prefix that runs a process as this user but without root's power to ignore file
+    modes (``setpriv`` drops CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH); ``[]`` when not root."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: file modes cannot be enforced")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", "--bounding-set", caps, "--inh-caps", caps]
+
+
+def test_an_unreadable_sub_folder_is_reported_and_the_rest_read(tree: Path) -> None:
+    """A folder that cannot be listed made the check for another ragloom index inside it raise
+    (``PermissionError`` from ``Path.is_file``), so ``ragloom index`` refused the whole folder."""
+    import json
+    import subprocess
+    import sys
+
+    locked = tree / "sub" / "locked"
+    locked.mkdir()
+    (locked / "x.txt").write_text("hidden away", encoding="utf-8")
+    code = ("import json, sys; from ragloom.readers import SimpleDirectoryReader as R; "
+            "r = R(sys.argv[1], recursive=True); docs = r.load_data(); "
+            "print(json.dumps([sorted(d.text for d in docs), r.report.skipped_reasons()]))")
+    locked.chmod(0)
+    try:
+        res = subprocess.run([*_without_file_permission_bypass(), sys.executable, "-c", code, str(tree)],
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        locked.chmod(0o755)
+    assert res.returncode == 0, res.stderr
+    texts, skipped = json.loads(res.stdout.splitlines()[-1])
+    assert "delta" in texts and "alpha text" in texts and "hidden away" not in texts
+    assert skipped == {locked.as_posix(): "permission denied"}
+
+
 def test_broken_symlink_and_directory_inputs(tree: Path) -> None:
     link = tree / "dangling.txt"
     link.symlink_to(tree / "does-not-exist.txt")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Set, Union
 
@@ -36,9 +37,13 @@ def _database_of(component: Any) -> Optional[SQLiteDatabase]:
 
 def holds_index(persist_dir: Union[str, "os.PathLike[str]"]) -> bool:
     """Whether ``persist_dir`` holds a ragloom index to read: a non-empty database file (an empty
-    one is no index either: a read must not turn it into one)."""
-    path = Path(persist_dir) / DEFAULT_DB_NAME
-    return path.is_file() and path.stat().st_size > 0
+    one is no index either: a read must not turn it into one).  ``False`` when the folder cannot be
+    looked into (permission denied: whoever reads it next reports that)."""
+    try:
+        st = os.stat(Path(persist_dir) / DEFAULT_DB_NAME)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 
 class StorageContext:
