@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cpus"]
+__all__ = ["available_cpus", "worker_process_start"]
 
 
 def available_cpus() -> int:
@@ -14,3 +14,32 @@ def available_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+#: how often a worker process checks that the process that started it is still there (seconds)
+PARENT_CHECK_SECONDS = 0.5
+
+
+def worker_process_start(parent_pid: int) -> None:
+    """Initializer of ragloom's worker processes (``ProcessPoolExecutor(initializer=...,
+    initargs=(os.getpid(),))``):
+
+    - Ctrl-C reaches the whole process group and the parent alone handles it (it stops the run and
+      shuts the pool down); workers would otherwise each print a traceback.
+    - A daemon thread ends the worker (``os._exit``) once its parent is gone: a parent killed by
+      SIGKILL or SIGTERM shuts no pool down, and its idle workers (and multiprocessing's resource
+      tracker, which waits for them) lived on, holding the parent's stdout open, so a caller reading
+      it never saw end-of-file.  Checked every :data:`PARENT_CHECK_SECONDS` (``os.getppid`` changes
+      when the process is re-parented)."""
+    import signal
+    import threading
+    import time
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ragloom-parent-watch", daemon=True).start()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ragloom._system import worker_process_start
 from ragloom.ingestion.cache import IngestionCache, node_transform_key, transformation_digest
 from ragloom.schema import BaseNode, TransformComponent
 
@@ -71,14 +73,6 @@ POOL_MIN_CHARS = 256 * 1024
 
 #: The parser a worker process last received, by the sha256 of its pickle (a worker keeps one).
 _WORKER_PARSER: Dict[str, Any] = {}
-
-
-def _ignore_interrupts() -> None:
-    """Worker start-up: Ctrl-C reaches the whole process group, and the parent alone handles it (it
-    stops the run and shuts the pool down); workers would otherwise each print a traceback."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 #: a worker's log record, as handed to its parent: ``(logger name, level, formatted message)``
@@ -189,7 +183,7 @@ class SplitPool:
 
             self._executor = ProcessPoolExecutor(max_workers=self.num_workers,
                                                  mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_ignore_interrupts)
+                                                 initializer=worker_process_start, initargs=(os.getpid(),))
         parts = _balanced_parts(nodes, 2 * self.num_workers)
         logger.debug("%s: %d nodes in %d parts on %d worker processes", type(transform).__name__, len(nodes),
                      len(parts), self.num_workers)

@@ -923,7 +923,10 @@ class SimpleDirectoryReader:
         t0 = time.perf_counter()
         out: List[Document] = []
         show = show_progress or self.show_progress
-        with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files)))) as pool:
+        from ragloom._system import worker_process_start
+
+        with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files))),
+                                 initializer=worker_process_start, initargs=(os.getpid(),)) as pool:
             results = pool.map(_read_one_for_pool, [(p, self._ctx) for p in files])
             for path, got in tqdm(
                 zip(files, results, strict=True), total=len(files), desc="Loading files", unit="file", disable=not show
