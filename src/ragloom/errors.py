@@ -30,6 +30,11 @@ class IndexLockedError(RagloomError):
     pid: Optional[int] = None
 
 
+class PathNotFoundError(RagloomError, FileNotFoundError):
+    """A path given to index does not exist, and the index holds no document from it (a typo, not a
+    deleted folder: that one's documents are removed instead); ``filename`` is the path."""
+
+
 class DocumentError(RagloomError, ValueError):
     """One input document cannot be ingested; the others go on.
 

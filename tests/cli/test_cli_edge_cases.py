@@ -2,6 +2,7 @@
 metadata longer than the chunk budget, bad chunk options, changed chunk settings."""
 
 import json
+import logging
 import os
 
 from click.testing import CliRunner
@@ -343,3 +344,32 @@ def test_optimize_on_another_programs_database_is_a_clean_error(tmp_path):
         plain.execute("CREATE TABLE t(x)")
     res = CliRunner().invoke(cli, ["optimize", "--index-dir", str(foreign)])
     assert res.exit_code == 1 and "ragloom did not create" in res.output and "Traceback" not in res.output
+
+
+def test_a_deleted_folder_given_again_leaves_the_index(tmp_path, caplog):
+    """After 'rm -r data/A', the same 'ragloom index data/A data/B' failed ("Path 'data/A' does not
+    exist") and indexed nothing: A's chunks stayed searchable, and a change in B was not indexed."""
+    runner, idx = CliRunner(), tmp_path / "idx"
+    a, b = tmp_path / "A", tmp_path / "B"
+    a.mkdir(), b.mkdir()
+    (a / "a.txt").write_text("Walruses haul out on sea ice.", encoding="utf-8")
+    (b / "b.txt").write_text("Narwhals have a long tusk.", encoding="utf-8")
+    s = _index(runner, [a, b], idx)
+    assert s["documents"]["in_index"] == 2
+    import shutil
+
+    shutil.rmtree(a)
+    (b / "b.txt").write_text("Belugas are white whales.", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="ragloom.ingestion.paths"):
+        s = _index(runner, [a, b], idx)
+    assert s["documents"]["deleted"] == 1 and s["documents"]["updated"] == 1 and s["documents"]["in_index"] == 1, s
+    assert any("no longer exists: its 1 document leaves the index" in r.getMessage() for r in caplog.records)
+    found = _query(runner, idx, "walruses sea ice narwhals belugas", "--mode", "keyword")["results"]
+    texts = [r["text"] for r in found]
+    assert texts == ["Belugas are white whales."], texts
+    # a path that never held anything is a typo: refused, before anything is written
+    res = _index(runner, [b, tmp_path / "nosuch"], idx, ok=False)
+    assert res.exit_code == 2 and "nosuch: no such file or folder, and the index holds nothing from it" in res.output
+    res = _index(runner, [tmp_path / "nosuch"], tmp_path / "new-idx", ok=False)
+    assert res.exit_code == 2 and "no such file or folder" in res.output
+    assert not (tmp_path / "new-idx").exists()

@@ -31,8 +31,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
             missing, or a remote embedding provider failed (:class:`~ragloom.errors.RagloomError`).
     """
     from ragloom._optional import MissingDependencyError
-    from ragloom.errors import IndexLockedError, RagloomError
-    from ragloom.ingestion.paths import index_paths
+    from ragloom.errors import IndexLockedError, PathNotFoundError, RagloomError
+    from ragloom.ingestion.paths import display_path, index_paths
 
     def told(pid: Optional[int]) -> None:
         click.echo(f"index {index_dir} is locked by pid {pid if pid is not None else '?'}; "
@@ -51,6 +51,8 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
         raise click.ClickException(str(exc)) from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
+    except PathNotFoundError as exc:
+        raise click.BadParameter(f"{display_path(str(exc.filename))}: {exc.strerror}", param_hint="PATHS") from None
     except (FileExistsError, NotADirectoryError, PermissionError, FileNotFoundError) as exc:
         where = exc.filename or index_dir
         raise click.ClickException(f"cannot use {where}: {exc.strerror or exc} (check --index-dir)") from None

@@ -59,7 +59,7 @@ def _echo_json(data: Any) -> None:
 
 
 @cli.command("index")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--index-dir", default=DEFAULT_INDEX_DIR, show_default=True, type=click.Path(path_type=Path),
               help="Directory holding the index (created if missing).")
 @click.option("--chunk-size", type=click.IntRange(min=16), default=None,
@@ -130,7 +130,8 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
     splits them into chunks that fit the embedding model, embeds and stores them.
     Unreadable files, and chunks that are mostly base64 or hex, are skipped and listed
     with the reason. Running it again only processes new or changed files and removes the
-    documents of deleted files; an interrupted run is finished by the next one.
+    documents of deleted files (a PATH deleted since, given again, removes all of its own);
+    an interrupted run is finished by the next one.
     """
     from ragloom.cli.indexing import run_index
 

@@ -10,6 +10,7 @@ summary.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from ragloom.errors import PathNotFoundError
 from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, file_path_str, fs_path, path_text
 from ragloom.ingestion.junk import JunkFilter
@@ -373,7 +375,8 @@ def index_paths(
       (unless only ``chunk_size`` is given: then its default, ``chunk_size // 8``) and ``parser``; a
       new index gets the embed model's defaults and :data:`DEFAULT_PARSER`.
     - Documents of files deleted below the indexed ``paths``, or now without indexable text, are
-      removed; files that failed for a transient reason (:attr:`FileSkipped.transient
+      removed (all of them for a path that no longer exists: a deleted folder given again, with a
+      warning); files that failed for a transient reason (:attr:`FileSkipped.transient
       <ragloom.readers.report.FileSkipped.transient>`) keep their documents.
     - A document that cannot be split is listed in ``skipped`` and the run goes on.
     - One writer at a time (:func:`acquire_lock`).
@@ -408,6 +411,8 @@ def index_paths(
             ``files_per_batch``; an ``embed_model`` other than the index's; ``engine`` not ``"local"``
             or ``"ray"``; ``num_workers`` < 1; ``vector_store`` malformed or not the index's.
         IndexLockedError: another process holds the index and not ``wait``.
+        PathNotFoundError: (a ``FileNotFoundError``) a path does not exist and the index holds no
+            document from it (checked before anything is written).
     """
     from ragloom.embeddings import resolve_embed_model
     from ragloom.settings import default_node_parser
@@ -423,6 +428,9 @@ def index_paths(
     if engine != "ray" and ray_address is not None:
         raise ValueError("ray_address (--address) needs engine='ray' (--engine ray)")
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
+        for p in paths:
+            if not os.path.lexists(p):
+                raise PathNotFoundError(errno.ENOENT, "no such file or folder", str(p))
         default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap,
                             parser or DEFAULT_PARSER)
     lock = acquire_lock(index_dir, wait, on_wait)
@@ -466,7 +474,12 @@ class _Scope:
     """Which stored documents a run may delete: below the indexed paths, and gone or without text."""
 
     def __init__(self, paths: Sequence[Path], docstore: Any) -> None:
+        self.paths = list(paths)
         self.roots = [str(p) + "/" for p in paths if p.is_dir()] + [str(p) for p in paths if p.is_file()]
+        # a path that is gone (a deleted folder or file given again): its documents are removed
+        for p in paths:
+            if not os.path.lexists(p):
+                self.roots += [str(p), str(p) + "/"]
         self.docstore = docstore
         self.read: Set[str] = set()
         self.gone: Set[str] = set()  # present but without indexable text now
@@ -480,6 +493,28 @@ class _Scope:
                 ref: str(info.metadata["file_path"]) for ref, info in infos.items() if "file_path" in info.metadata
             }
         return self._paths.get(doc_id, doc_id)
+
+    def holds_from(self, path: Path) -> int:
+        """How many stored documents came from ``path`` (a file) or from below it (a folder)."""
+        self.file_of("")  # loads the paths
+        assert self._paths is not None
+        root = str(path)
+        return sum(1 for f in self._paths.values() if f == root or f.startswith(root + "/"))
+
+    def check_gone_paths(self) -> None:
+        """Warn about each path given that no longer exists and whose documents will leave the index.
+
+        Raises:
+            PathNotFoundError: such a path that no stored document came from (a typo)."""
+        for p in self.paths:
+            if os.path.lexists(p):
+                continue
+            held = self.holds_from(p)
+            if not held:
+                raise PathNotFoundError(errno.ENOENT, "no such file or folder, and the index holds nothing from it",
+                                        str(p))
+            logger.warning("%s no longer exists: its %d document%s leave%s the index", display_path(str(p)), held,
+                           "" if held == 1 else "s", "s" if held == 1 else "")
 
     def __call__(self, doc_id: str) -> bool:
         path = self.file_of(doc_id)
@@ -575,6 +610,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     listed = [p for files in listing for p in files]
     _check_room_for_text(splitter)
     scope = _Scope(paths, index.docstore)
+    scope.check_gone_paths()
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report,
                  files_total=len(listed))
     logger.info("indexing %d files into %s", feed.progress.files_total, index_dir)
