@@ -314,6 +314,23 @@ def test_a_folder_holding_a_ragloom_index_is_not_entered(tree: Path) -> None:
     assert r.report.skipped_reasons()[idx.as_posix()] == REASON_INDEX_FOLDER
 
 
+def test_symlinked_folders_and_symlink_loops_are_reported(tree: Path) -> None:
+    """A symlinked folder was left out without a word, and a symlink loop was reported as a
+    transient failure (so an index kept whatever it held for that path)."""
+    from ragloom.readers.directory import REASON_SYMLINK_LOOP, REASON_SYMLINKED_FOLDER
+
+    (tree / "linked").symlink_to(tree / "sub" / "deep")
+    (tree / "loop-a.txt").symlink_to("loop-b.txt")
+    (tree / "loop-b.txt").symlink_to("loop-a.txt")
+    r = SimpleDirectoryReader(tree, recursive=True)
+    r.load_data()
+    reasons = r.report.skipped_reasons()
+    assert reasons[(tree / "linked").as_posix()] == REASON_SYMLINKED_FOLDER
+    assert reasons[(tree / "loop-a.txt").as_posix()] == REASON_SYMLINK_LOOP
+    assert not [s for s in r.report.skipped if s.path.endswith("loop-a.txt") and s.transient]
+    assert "sub/deep/e.TXT" in names(r)  # the folder itself is read where it is
+
+
 def test_broken_reader_never_escapes(tree: Path) -> None:
     class Boom(BaseReader):
         def load_data(self, file: Path, extra_info: Optional[Dict[str, Any]] = None) -> List[Document]:

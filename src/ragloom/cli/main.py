@@ -73,8 +73,10 @@ def _echo_json(data: Any) -> None:
 @click.option("--exclude", multiple=True, help="Glob of files to skip, relative to each folder (repeatable).")
 @click.option("--recursive/--no-recursive", default=True, show_default=True, help="Descend into sub-folders.")
 @click.option("--include-hidden", is_flag=True, help="Also read hidden files and folders (names starting with '.').")
-@click.option("--full", is_flag=True, help="Re-split and re-embed every file even if unchanged (a changed "
-              "--chunk-size/--chunk-overlap does this by itself for the files of this run).")
+@click.option("--full", is_flag=True, help="Re-split and re-write every file even if unchanged (a changed "
+              "--chunk-size/--chunk-overlap does this by itself for the files of this run). Chunks whose text "
+              "is unchanged take their vectors from the index's embedding cache (embed_cache.sqlite in "
+              "--index-dir; delete it to compute every vector again).")
 @click.option("--embed-model", default="default", show_default=True,
               help="'default' (a new index: bundled all-MiniLM-L6-v2, English, in int8 on a machine without "
                    "a GPU; an existing one: the model it was built with), 'fast' (the bundled model in int8), "

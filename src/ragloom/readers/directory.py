@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import logging
 import mimetypes
@@ -194,6 +195,10 @@ MEDIA_REASONS = {
 #: Skip reason of a file whose size or modification time changed while it was read: what was
 #: read may be half old, half new.  Transient: an index keeps what it had, the next run reads it.
 REASON_CHANGED = "changed while being read (the next run reads it again)"
+#: a path whose symlinks lead back to themselves (``ELOOP``)
+REASON_SYMLINK_LOOP = "a symlink loop (the link leads back to itself)"
+#: a symlinked folder below the one read: not entered (loops, and files read twice)
+REASON_SYMLINKED_FOLDER = "a symlinked folder: not followed (give its path to read it)"
 #: a folder below the one read that holds a ragloom index (its database files are no documents)
 REASON_INDEX_FOLDER = "a ragloom index folder: not read"
 
@@ -276,6 +281,8 @@ def _stat_skip(path: Path, max_size: Optional[int] = None) -> Union[_Skip, os.st
     except PermissionError as exc:
         return "permission denied", exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # not transient: a loop stays a loop
+            return REASON_SYMLINK_LOOP, exc
         return f"cannot stat: {exc.strerror or exc}", exc
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file", None
@@ -542,6 +549,18 @@ def _existing_dir(input_dir: PathLike) -> Path:
     return d
 
 
+def _unentered_folder(path: str) -> Optional[str]:
+    """Why a recursive listing does not enter the folder ``path`` (reported as skipped), or ``None``:
+    a symlink (``os.walk`` does not follow it), or a folder holding another ragloom index."""
+    from ragloom.storage.storage_context import holds_index
+
+    if os.path.islink(path):
+        return REASON_SYMLINKED_FOLDER
+    if holds_index(path):
+        return REASON_INDEX_FOLDER
+    return None
+
+
 def _one_path_per_file(files: List[Path]) -> List[Path]:
     """``files`` (in order) with one path per file: of the paths that lead to the same file (a symlink
     and its target, or two symlinks to one file), the file's own path is kept, else the first.  A
@@ -591,7 +610,8 @@ class SimpleDirectoryReader:
             not entered either, and is reported as skipped (:data:`REASON_INDEX_FOLDER`).
         errors: codec error handler for text decoding (``"strict"``, ``"replace"``,
             ``"ignore"`` …).  With ``"strict"`` an undecodable file is skipped.
-        recursive: descend into sub-folders (symlinked folders are not followed).
+        recursive: descend into sub-folders (symlinked folders are not followed: each is reported as
+            skipped, :data:`REASON_SYMLINKED_FOLDER`).
         encoding: ``None`` (default) detects each file's encoding (BOM → UTF-8 →
             charset-normalizer; GBK family read as GB18030).  A codec name forces it.
         filename_as_id: accepted for LlamaIndex compatibility; ids are always what
@@ -775,8 +795,6 @@ class SimpleDirectoryReader:
             logger.warning("skipping %s: %s", path, reason)
             self._listing_skips.append(FileSkipped(path, reason))
 
-        from ragloom.storage.storage_context import holds_index
-
         for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=False):
             rel_dir = Path(dirpath).relative_to(root).as_posix()
             rel_dir = "" if rel_dir == "." else rel_dir + "/"
@@ -786,13 +804,15 @@ class SimpleDirectoryReader:
                     continue
                 if self.skip_dirs and os.path.realpath(os.path.join(dirpath, d)) in self.skip_dirs:
                     continue
-                if self.recursive and holds_index(os.path.join(dirpath, d)):  # another ragloom index
-                    sub = file_path_str(Path(dirpath) / d)
-                    logger.info("skipping %s: %s", sub, REASON_INDEX_FOLDER)
-                    self._listing_skips.append(FileSkipped(sub, REASON_INDEX_FOLDER))
-                    continue
                 if self.exclude and self._is_excluded(rel_dir + d):
                     continue
+                if self.recursive:
+                    why = _unentered_folder(os.path.join(dirpath, d))
+                    if why is not None:
+                        sub = file_path_str(Path(dirpath) / d)
+                        logger.info("skipping %s: %s", sub, why)
+                        self._listing_skips.append(FileSkipped(sub, why))
+                        continue
                 keep.append(d)
             dirnames[:] = keep if self.recursive else []
             for name in filenames:
