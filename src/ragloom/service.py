@@ -204,7 +204,8 @@ class IndexService:
 
         Returns:
             ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``, and, when there are
-            no results, ``"index_nodes"`` (the nodes the index holds; ``0``: it is empty) and
+            no results, ``"index_nodes"`` (the nodes the index holds; ``0``: it is empty, and then
+            ``"writer_pid"``, the pid of a ``ragloom index`` writing it, else ``None``) and
             ``"keyword_only"`` (the query was searched by its words alone: keyword mode, or hybrid
             mode with a mostly-Chinese query and an English-only embed model).
 
@@ -236,6 +237,10 @@ class IndexService:
         }
         if not results:  # why: an empty index, or no keyword matched (keyword search alone, filters)
             out["index_nodes"] = self.index.vector_store.count()
+            if not out["index_nodes"]:
+                from ragloom.storage.lock import writer_pid
+
+                out["writer_pid"] = writer_pid(self.index_dir)
             out["keyword_only"] = mode == "keyword" or (mode == "hybrid" and retriever.hybrid_alpha(text) == 0.0)
         return out
 

@@ -266,6 +266,32 @@ def test_no_results_says_why(tmp_path):
     _index(runner, [docs], idx)
     res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
     assert res.exit_code == 0 and "is empty" in res.output
+    # while a writer holds the index (a first run commits its first batch after up to 32 files), an
+    # empty index says so; after a writer that exits normally, or one that was killed, it is empty
+    import subprocess
+    import sys
+    import textwrap
+
+    for ending in ("return", "kill"):
+        holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from ragloom.storage.lock import IndexLock
+            with IndexLock({str(idx)!r}):
+                print("locked", flush=True)
+                sys.stdin.readline()
+        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert holder.stdout.readline().strip() == "locked"
+            res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
+            assert f"nothing committed yet; 'ragloom index' (pid {holder.pid}) is writing it" in res.output
+            assert _query(runner, idx, "tea")["writer_pid"] == holder.pid
+        finally:
+            if ending == "kill":
+                holder.kill()
+            holder.communicate("done\n")
+        res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
+        assert res.exit_code == 0 and "is empty" in res.output, (ending, res.output)
+        assert _query(runner, idx, "tea")["writer_pid"] is None
 
 
 def test_a_file_name_with_a_newline_is_printed_on_one_line(tmp_path):

@@ -269,7 +269,10 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
         _echo_json(out)
         return
     if not results:
-        if not out.get("index_nodes"):
+        if not out.get("index_nodes") and out.get("writer_pid"):
+            click.echo(f"No results: the index in {index_dir} has nothing committed yet; 'ragloom index' (pid "
+                       f"{out['writer_pid']}) is writing it, a batch of files at a time. Try again shortly.")
+        elif not out.get("index_nodes"):
             click.echo(f"No results: the index in {index_dir} is empty (add documents with 'ragloom index PATH').")
         elif out.get("keyword_only"):
             why = ("keyword search" if out["mode"] == "keyword" else

@@ -57,6 +57,10 @@ class IndexLock:
 
     def release(self) -> None:
         if self._fh is not None:
+            try:
+                self._fh.truncate(0)  # no holder any more (see :func:`writer_pid`)
+            except OSError:
+                pass
             self._fh.close()  # closing the descriptor drops the flock
             self._fh = None
 
@@ -66,3 +70,27 @@ class IndexLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def writer_pid(index_dir: Union[str, "os.PathLike[str]"]) -> Optional[int]:
+    """The pid of the process that holds the writer lock of ``index_dir`` as far as a reader can tell
+    without taking the lock (taking it, even briefly, could make a starting writer fail): the pid
+    the lock file names, when that process is alive and is not this one; ``None`` otherwise.  A
+    holder that exits normally empties the file; one that was killed leaves its pid, whose process
+    is gone (a pid reused since then is the one case this answers wrongly)."""
+    try:
+        holder = (Path(index_dir) / LOCK_NAME).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not holder.isdigit() or int(holder) == os.getpid():
+        return None
+    pid = int(holder)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # alive, another user's
+        return pid
+    except OSError:
+        return None
+    return pid
