@@ -391,6 +391,31 @@ def test_library_ingest_by_path(writer, open_page):
         assert documents(client, path="browser-guide.md")["total"] == 1
 
 
+def test_inspector_select_with_many_documents_and_a_long_name(writer, open_page):
+    """The inspector's document select lists one page (200) of documents: it now says how many it
+    leaves out, and a 200-character file name no longer widens the page past the window."""
+    folder = writer.root / "many"
+    folder.mkdir()
+    for i in range(205):
+        (folder / f"note-{i:03d}.txt").write_text(f"Note {i} about tide pool number {i}.", encoding="utf-8")
+    (folder / ("a-very-long-file-name-" * 9 + ".txt")).write_text("A note with a long name.", encoding="utf-8")
+    with writer.client() as client:
+        page = open_page(writer, tab="library")
+        page.fill("#path-input", str(folder))
+        wait_job(page, writer, lambda: page.click("#path-button"))
+        total = documents(client)["total"]
+        assert total > 206
+        page.click("#tab-chunks")
+        more = page.locator("[data-testid=inspector-more]")
+        expect(more).to_have_text(f"… {total - 200} more: type in the filter to narrow the list")
+        assert more.is_disabled()
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], widths
+        page.fill("#inspector-filter", "note-20")  # narrowed to one page: nothing left out
+        expect(page.locator("#inspector-doc option")).to_have_count(1 + 5, timeout=TIMEOUT)  # note-200 … 204
+        expect(more).to_have_count(0)
+
+
 # -- 4. chunk inspector ----------------------------------------------------------------------------
 READ_VIEW = """root => ({
   text: root.querySelector('.chunk-text').textContent,

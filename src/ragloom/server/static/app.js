@@ -42,6 +42,7 @@ const STRINGS = {
     colActions: 'Actions', inspect: 'Inspect', reindex: 'Re-index', remove: 'Remove',
     confirmRemove: 'Remove {source} and its {n} nodes from the index?',
     docFilter: 'Filter documents', chooseDoc: 'Document', chooseDocPlaceholder: '— choose a document —',
+    moreDocs: '… {n} more: type in the filter to narrow the list',
     chooseDocFirst: 'Choose a document first.',
     docInfo: '{source} · {format} · {n} chunks · chunk size {size} tokens ({tokenizer})',
     textFromChunks: 'The file changed or is gone: the text is rebuilt from the chunks (uncovered characters are spaces).',
@@ -82,6 +83,7 @@ const STRINGS = {
     colActions: '操作', inspect: '检查', reindex: '重新索引', remove: '删除',
     confirmRemove: '从索引中删除 {source} 及其 {n} 个节点？',
     docFilter: '筛选文档', chooseDoc: '文档', chooseDocPlaceholder: '— 选择文档 —',
+    moreDocs: '… 另有 {n} 个：在筛选框输入以缩小范围',
     chooseDocFirst: '请先选择文档。',
     docInfo: '{source} · {format} · {n} 个分块 · 分块大小 {size} 词元（{tokenizer}）',
     textFromChunks: '文件已更改或已不存在：文本由分块重建（未覆盖的字符显示为空格）。',
@@ -1069,9 +1071,13 @@ async function loadInspectorDocs() {
     showError($('#inspector-error'), err);
     return;
   }
+  const docs = data.documents || [];
+  const more = (data.total || 0) - docs.length;  // the select lists one page: say how many it leaves out
   $('#inspector-doc').replaceChildren(
     el('option', { value: '', 'data-i18n': 'chooseDocPlaceholder', text: t('chooseDocPlaceholder') }),
-    ...(data.documents || []).map((d) => el('option', { value: d.id, text: d.source || d.file_path || d.id })));
+    ...docs.map((d) => el('option', { value: d.id, text: d.source || d.file_path || d.id })),
+    ...(more > 0 ? [el('option', { value: '', disabled: '', 'data-testid': 'inspector-more',
+                                   text: t('moreDocs', { n: more }) })] : []));
   if (state.inspectedId) ensureDocOption(state.inspectedId, state.inspected?.source);
 }
 
