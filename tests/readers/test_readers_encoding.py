@@ -76,6 +76,22 @@ def test_bomless_utf16_fixtures(shared_data: str) -> None:
     assert doc.text.startswith("This is a test document")
 
 
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+def test_bomless_utf16_chinese(tmp_path: Path, shared_data: str, codec: str) -> None:
+    """Mostly-Chinese UTF-16 without a BOM has few NUL bytes (line breaks, ASCII), which neither the
+    every-other-byte pattern nor charset-normalizer recognised: it was skipped as a binary file (and
+    an index dropped the document it had)."""
+    short = "孙悟空拜菩提祖师为师，学得七十二变。他后来大闹天宫！\n"
+    xiyouji = Path(shared_data, "zh_classics", "西游记.utf8.txt").read_text(encoding="utf-8")[:3000]
+    for name, text in (("short.txt", short), ("xiyouji.txt", xiyouji.replace("\r\n", "\n"))):
+        f = tmp_path / name
+        f.write_bytes(text.encode(codec))
+        assert b"\x00" in f.read_bytes() and not looks_binary_head(f.read_bytes()[:4096])
+        r = SimpleDirectoryReader(input_files=[f])
+        [doc] = r.load_data()
+        assert doc.text == text and doc.metadata["encoding"] == codec, r.report.skipped_reasons()
+
+
 def test_latin1_family_prefers_cp1252(shared_data: str) -> None:
     d = Path(shared_data, "mixed_docs", "example-docs")
     [doc] = TextReader().load_data(d / "umlauts-non-utf8.md")

@@ -103,11 +103,60 @@ def _looks_binary(text: str) -> bool:
     return bad / len(sample) > 0.05
 
 
+def _common_char(ch: str) -> bool:
+    """Whether ``ch`` is a character of ordinary text: printable ASCII or a line/tab control, Latin
+    letters and punctuation (U+00A0–U+024F, U+2000–U+206F), CJK punctuation, kana, ideographs
+    (U+3000–U+30FF, U+3400–U+9FFF), Hangul syllables, full-width forms."""
+    o = ord(ch)
+    return ((0x20 <= o < 0x7F) or ch in "\n\r\t" or 0xA0 <= o <= 0x24F or 0x2000 <= o <= 0x206F
+            or 0x3000 <= o <= 0x30FF or 0x3400 <= o <= 0x9FFF or 0xAC00 <= o <= 0xD7A3 or 0xFF00 <= o <= 0xFFEF)
+
+
+#: :func:`utf16_without_bom` takes a reading whose characters are at least this share common ones
+UTF16_COMMON_SHARE = 0.95
+
+
+def utf16_without_bom(data: bytes) -> Optional[str]:
+    """``"utf-16-le"`` or ``"utf-16-be"`` when ``data`` (NUL bytes in it, no BOM) reads as text in that
+    byte order, else ``None``.  Text that is mostly CJK has few NUL bytes (only its ASCII characters,
+    such as line breaks, and the ideographs U+xx00 hold one), so it shows none of the every-other-byte
+    pattern that charset-normalizer and :func:`looks_binary_head` recognise UTF-16 by.  A byte order is
+    taken when ``data`` decodes in it strictly (random bytes rarely do: unpaired surrogates), to no
+    U+0000, with more characters under U+0100 (whose high byte is the NUL) than U+xx00 ones (whose
+    low byte is), and at least :data:`UTF16_COMMON_SHARE` of its characters are common ones (:func:`_common_char`); in the
+    other order line breaks and CJK punctuation become unassigned or rare code points.  The last
+    byte of an odd length (a cut head) is ignored."""
+    data = data[: len(data) - len(data) % 2]
+    best: Optional[Tuple[float, str]] = None
+    for codec in ("utf-16-le", "utf-16-be"):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            try:  # a head cut inside a surrogate pair
+                text = data[:-2].decode(codec)
+            except UnicodeDecodeError:
+                continue
+        if not text or "\x00" in text:  # text has no U+0000 (a NUL pair: binary)
+            continue
+        # its NUL bytes are mostly the high bytes of ASCII/Latin-1 characters (line breaks, spaces),
+        # not the low bytes of U+xx00 characters (a repeated binary pattern such as 00 01)
+        latin = sum(1 for ch in text if ch < "\u0100")
+        if latin <= sum(1 for ch in text if ch >= "\u0100" and not ord(ch) & 0xFF):
+            continue
+        share = sum(map(_common_char, text)) / len(text)
+        if share >= UTF16_COMMON_SHARE and (best is None or share > best[0]):
+            best = (share, codec)
+    return None if best is None else best[1]
+
+
 def looks_binary_head(head: bytes) -> bool:
     """Cheap test on the first bytes of a file: NUL bytes with no UTF-16/32 BOM and no sign
-    of BOM-less UTF-16/32 (NULs at every 2nd/4th byte) mean binary.  Lets readers skip a large
-    binary file without reading all of it."""
+    of BOM-less UTF-16/32 (NULs at every 2nd/4th byte, or a reading as mostly-CJK UTF-16:
+    :func:`utf16_without_bom`) mean binary.  Lets readers skip a large binary file without
+    reading all of it."""
     if b"\x00" not in head or _bom_encoding(head) is not None:
+        return False
+    if utf16_without_bom(head) is not None:
         return False
     n = len(head) - len(head) % 4
     if n < 4:
@@ -475,7 +524,9 @@ def _decode_with_nul(data: bytes) -> _Decoded:
     # Only UTF-16/32 without a BOM explains NUL bytes in text.
     enc = detect_encoding(data)
     if enc is None or not enc.startswith(("utf_16", "utf_32", "utf-16", "utf-32")):
-        raise BinaryContentError("NUL bytes")
+        enc = utf16_without_bom(data)  # mostly-CJK UTF-16: few NULs, which charset-normalizer misses
+        if enc is None:
+            raise BinaryContentError("NUL bytes")
     try:
         text = data.decode(enc, "strict")
     except UnicodeDecodeError as exc:
