@@ -121,10 +121,11 @@ def utf16_without_bom(data: bytes) -> Optional[str]:
     byte order, else ``None``.  Text that is mostly CJK has few NUL bytes (only its ASCII characters,
     such as line breaks, and the ideographs U+xx00 hold one), so it shows none of the every-other-byte
     pattern that charset-normalizer and :func:`looks_binary_head` recognise UTF-16 by.  A byte order is
-    taken when ``data`` decodes in it strictly (random bytes rarely do: unpaired surrogates), to no
-    U+0000, with more characters under U+0100 (whose high byte is the NUL) than U+xx00 ones (whose
-    low byte is), and at least :data:`UTF16_COMMON_SHARE` of its characters are common ones (:func:`_common_char`); in the
-    other order line breaks and CJK punctuation become unassigned or rare code points.  The last
+    taken when ``data`` decodes in it strictly (random bytes rarely do: unpaired surrogates), to
+    no U+0000, with more characters under U+0100 (whose high byte is the NUL) than U+xx00 ones (whose
+    low byte is), and at least :data:`UTF16_COMMON_SHARE` of its characters are common ones
+    (:func:`_common_char`); in the other order line breaks and CJK punctuation become unassigned or
+    rare code points.  The last
     byte of an odd length (a cut head) is ignored."""
     data = data[: len(data) - len(data) % 2]
     best: Optional[Tuple[float, str]] = None
