@@ -22,7 +22,8 @@ if [[ "$TARGET" =~ ^(.*)\[([^]]*)\]$ ]]; then
     EXTRAS="${BASH_REMATCH[2]// /}"
 fi
 for extra in ${EXTRAS//,/ }; do
-    case "$extra" in
+    name="${extra,,}"; name="${name//_/-}"; name="${name//./-}"  # as pip compares extras (PEP 685)
+    case "$name" in
         torch|llm|all|bench)
             echo "error: the extra '$extra' needs torch; leave it out here, or install ragloom with pip after CPU torch (README)" >&2
             exit 2 ;;
@@ -33,15 +34,19 @@ if [ "$TARGET" = "." ] && [ -n "$EXTRAS" ]; then
     # this checkout's extras are known before anything is installed (others are checked after)
     EXTRAS="$EXTRAS" "$PY" - <<'PYEOF' || exit 2
 import os
+import re
 import sys
 
 try:
     import tomllib
 except ImportError:  # Python 3.10: checked after the install instead
     sys.exit(0)
+def norm(name):  # extra names compare normalised (PEP 685), as pip does
+    return re.sub(r"[-_.]+", "-", name).lower()
+
 with open("pyproject.toml", "rb") as f:
-    known = set(tomllib.load(f)["project"].get("optional-dependencies", {}))
-unknown = sorted({e for e in os.environ["EXTRAS"].split(",") if e} - known)
+    known = {norm(k) for k in tomllib.load(f)["project"].get("optional-dependencies", {})}
+unknown = sorted({norm(e) for e in os.environ["EXTRAS"].split(",") if e} - known)
 if unknown:
     sys.exit(f"error: unknown extra(s) {unknown}; ragloom has {sorted(known)}")
 PYEOF
@@ -58,15 +63,18 @@ import re
 import sys
 from importlib.metadata import metadata, requires
 
-wanted = {e for e in os.environ["EXTRAS"].split(",") if e}
-known = set(metadata("ragloom").get_all("Provides-Extra") or [])
+def norm(name):  # extra names compare normalised (PEP 685), as pip does
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+wanted = {norm(e) for e in os.environ["EXTRAS"].split(",") if e}
+known = {norm(e) for e in metadata("ragloom").get_all("Provides-Extra") or []}
 unknown = sorted(wanted - known)
 if unknown:
     sys.exit(f"error: unknown extra(s) {unknown}; ragloom has {sorted(known)}")
 for req in requires("ragloom") or []:
     name, _, marker = req.partition(";")
     m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", marker)
-    if m is None or m.group(1) in wanted:
+    if m is None or norm(m.group(1)) in wanted:
         print(name.strip())
 PYEOF
 )

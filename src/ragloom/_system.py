@@ -20,22 +20,25 @@ def available_cpus() -> int:
 PARENT_CHECK_SECONDS = 0.5
 
 
-def worker_process_start(parent_pid: int) -> None:
-    """Initializer of ragloom's worker processes (``ProcessPoolExecutor(initializer=...,
-    initargs=(os.getpid(),))``):
+def worker_process_start() -> None:
+    """Initializer of ragloom's worker processes (``ProcessPoolExecutor(initializer=...)``):
 
     - Ctrl-C reaches the whole process group and the parent alone handles it (it stops the run and
       shuts the pool down); workers would otherwise each print a traceback.
     - A daemon thread ends the worker (``os._exit``) once its parent is gone: a parent killed by
       SIGKILL or SIGTERM shuts no pool down, and its idle workers (and multiprocessing's resource
       tracker, which waits for them) lived on, holding the parent's stdout open, so a caller reading
-      it never saw end-of-file.  Checked every :data:`PARENT_CHECK_SECONDS` (``os.getppid`` changes
-      when the process is re-parented)."""
+      it never saw end-of-file.  The parent is the one the worker has when it starts (the pool's
+      process under ``fork`` and ``spawn``, the fork server under ``forkserver``); checked every
+      :data:`PARENT_CHECK_SECONDS`: ``os.getppid`` changes when a POSIX process is re-parented (on
+      Windows it never does, and the watch never fires)."""
     import signal
     import threading
     import time
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    parent_pid = os.getppid()
 
     def watch() -> None:
         while os.getppid() == parent_pid:

@@ -283,7 +283,7 @@ def test_no_results_says_why(tmp_path):
         try:
             assert holder.stdout.readline().strip() == "locked"
             res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
-            assert f"nothing committed yet; 'ragloom index' (pid {holder.pid}) is writing it" in res.output
+            assert f"nothing committed yet, and a writer (pid {holder.pid}:" in res.output
             assert _query(runner, idx, "tea")["writer_pid"] == holder.pid
         finally:
             if ending == "kill":
@@ -329,6 +329,10 @@ def test_overlapping_paths_read_each_file_once(tmp_path):
     assert s["files_total"] == s["files_read"] == 4 and s["documents"]["read"] == 4, s
     assert [r["text"] for r in _query(runner, tmp_path / "idx3", "lakes basins glaciers")["results"]
             if "Lakes" in r["text"]], "lakes.txt was read"
+    # a symlink in the inner folder to a file the outer one reads is that file: read once
+    (docs / "sub" / "tea-link.txt").symlink_to(docs / "tea.txt")
+    s = _index(runner, [docs, docs / "sub"], tmp_path / "idx4", "--exclude", "sub/lakes.txt")
+    assert s["files_total"] == s["files_read"] == 4 and s["documents"]["read"] == 4, s
 
 
 def test_a_query_on_an_empty_database_file_creates_nothing(tmp_path):
@@ -376,23 +380,31 @@ def test_a_deleted_folder_given_again_leaves_the_index(tmp_path, caplog):
     """After 'rm -r data/A', the same 'ragloom index data/A data/B' failed ("Path 'data/A' does not
     exist") and indexed nothing: A's chunks stayed searchable, and a change in B was not indexed."""
     runner, idx = CliRunner(), tmp_path / "idx"
-    a, b = tmp_path / "A", tmp_path / "B"
-    a.mkdir(), b.mkdir()
+    a, b, a_old = tmp_path / "A", tmp_path / "B", tmp_path / "A-old"
+    a.mkdir(), b.mkdir(), a_old.mkdir()
     (a / "a.txt").write_text("Walruses haul out on sea ice.", encoding="utf-8")
     (b / "b.txt").write_text("Narwhals have a long tusk.", encoding="utf-8")
+    (a_old / "x.txt").write_text("Orcas hunt in pods.", encoding="utf-8")
+    _index(runner, [a_old], idx)
     s = _index(runner, [a, b], idx)
-    assert s["documents"]["in_index"] == 2
+    assert s["documents"]["in_index"] == 3
     import shutil
 
     shutil.rmtree(a)
+    shutil.rmtree(a_old)  # gone too, but not given: a sibling whose name starts like A's stays
     (b / "b.txt").write_text("Belugas are white whales.", encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="ragloom.ingestion.paths"):
         s = _index(runner, [a, b], idx)
-    assert s["documents"]["deleted"] == 1 and s["documents"]["updated"] == 1 and s["documents"]["in_index"] == 1, s
+    assert s["documents"]["deleted"] == 1 and s["documents"]["updated"] == 1 and s["documents"]["in_index"] == 2, s
     assert any("no longer exists: its 1 document leaves the index" in r.getMessage() for r in caplog.records)
     found = _query(runner, idx, "walruses sea ice narwhals belugas", "--mode", "keyword")["results"]
     texts = [r["text"] for r in found]
     assert texts == ["Belugas are white whales."], texts
+    # a broken link is refused (by its target, which never held anything) and removes nothing
+    (tmp_path / "broken").symlink_to(tmp_path / "elsewhere")
+    res = _index(runner, [b, tmp_path / "broken"], idx, ok=False)
+    assert res.exit_code == 2 and "elsewhere: no such file or folder" in res.output, res.output
+    assert _index(runner, [b], idx)["documents"]["in_index"] == 2
     # a path that never held anything is a typo: refused, before anything is written
     res = _index(runner, [b, tmp_path / "nosuch"], idx, ok=False)
     assert res.exit_code == 2 and "nosuch: no such file or folder, and the index holds nothing from it" in res.output

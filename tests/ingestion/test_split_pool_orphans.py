@@ -60,3 +60,20 @@ def test_workers_end_when_their_parent_is_killed(sig):
         for p in workers if "workers" in locals() else []:
             if _alive(p):
                 os.kill(p, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forkserver start method")
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_the_parent_watch_works_under_every_start_method(method):
+    """Under ``forkserver`` a worker's parent is the fork server, not the pool's process: a watch
+    given the pool's pid ended every worker at once (BrokenProcessPool)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ragloom._system import worker_process_start
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context(method),
+                             initializer=worker_process_start) as pool:
+        first = pool.submit(os.getpid).result(timeout=60)
+        time.sleep(1.2)  # past two checks of the watch
+        assert pool.submit(os.getpid).result(timeout=60) == first

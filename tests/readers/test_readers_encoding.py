@@ -82,7 +82,8 @@ def test_bomless_utf16_chinese(tmp_path: Path, shared_data: str, codec: str) -> 
     every-other-byte pattern nor charset-normalizer recognised: it was skipped as a binary file (and
     an index dropped the document it had)."""
     short = "孙悟空拜菩提祖师为师，学得七十二变。他后来大闹天宫！\n"
-    xiyouji = Path(shared_data, "zh_classics", "西游记.utf8.txt").read_text(encoding="utf-8")[:3000]
+    # a passage of long paragraphs: more 一 (U+4E00, a NUL byte) than line breaks
+    xiyouji = Path(shared_data, "zh_classics", "西游记.utf8.txt").read_text(encoding="utf-8")[20000:26000]
     for name, text in (("short.txt", short), ("xiyouji.txt", xiyouji.replace("\r\n", "\n"))):
         f = tmp_path / name
         f.write_bytes(text.encode(codec))
@@ -90,6 +91,12 @@ def test_bomless_utf16_chinese(tmp_path: Path, shared_data: str, codec: str) -> 
         r = SimpleDirectoryReader(input_files=[f])
         [doc] = r.load_data()
         assert doc.text == text and doc.metadata["encoding"] == codec, r.report.skipped_reasons()
+    # ASCII letters with one stray NUL pair up into ideographs in either byte order: not UTF-16
+    letters = ("SomeIdentifierNameWithoutSpaces" * 100).encode()
+    f = tmp_path / "letters.txt"
+    f.write_bytes(letters[:500] + b"\x00" + letters[500:])
+    r = SimpleDirectoryReader(input_files=[f])
+    assert r.load_data() == [] and r.report.skipped_reasons() == {f.as_posix(): "binary file"}
 
 
 def test_latin1_family_prefers_cp1252(shared_data: str) -> None:

@@ -270,8 +270,9 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
         return
     if not results:
         if not out.get("index_nodes") and out.get("writer_pid"):
-            click.echo(f"No results: the index in {index_dir} has nothing committed yet; 'ragloom index' (pid "
-                       f"{out['writer_pid']}) is writing it, a batch of files at a time. Try again shortly.")
+            click.echo(f"No results: the index in {index_dir} has nothing committed yet, and a writer (pid "
+                       f"{out['writer_pid']}: 'ragloom index' or a server's ingest) holds it; it commits a batch of "
+                       "files at a time. Try again shortly.")
         elif not out.get("index_nodes"):
             click.echo(f"No results: the index in {index_dir} is empty (add documents with 'ragloom index PATH').")
         elif out.get("keyword_only"):

@@ -272,7 +272,10 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
     own = index_dir.resolve() if index_dir is not None else None
     folders: List[Any] = []
     folder_lists: List[List[str]] = []
-    listed: Set[str] = set()  # every file a folder reader reads
+    # every file a folder reader reads, by real path when several paths are given (a symlink in one
+    # folder to a file another one reads is that file: each reader drops such pairs only among its own)
+    key = canonical_path if len(paths) > 1 else (lambda f: f)
+    listed: Set[str] = set()
     rest: List[str] = []  # files of a folder inside another one given that the outer folder does not read
     # (a folder given twice: once; outer folders first, so that one inside them is seen to be read there)
     for p in sorted(dict.fromkeys(p for p in paths if p.is_dir()), key=lambda d: len(d.parts)):
@@ -282,10 +285,11 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
             exclude_hidden=not include_hidden, within=within, skip_dirs=skip, **limits,
         )
         order = reader.list_resources()
-        mine = set(order)
+        keys = [key(f) for f in order]
+        mine = set(keys)
         if mine & listed:  # a folder inside another one given: its files are read there, and those
             # that folder's filters left out (an --exclude pattern relative to it) are read as files
-            rest.extend(f for f in order if f not in listed)
+            rest.extend(f for f, k in zip(order, keys, strict=True) if k not in listed)
             listed |= mine
             continue
         listed |= mine
@@ -293,8 +297,9 @@ def _readers(paths: Sequence[Path], recursive: bool, required_exts: Optional[Lis
         folder_lists.append(order)
     # a file given that a folder given also reads is read once, there (a hidden file, or one the
     # folder's filters leave out, is still read because it was named)
-    files = [str(p) for p in dict.fromkeys(p for p in paths if p.is_file()) if file_path_str(p) not in listed]
-    files.extend(f for f in rest if f not in files)
+    files = [str(p) for p in dict.fromkeys(p for p in paths if p.is_file()) if key(file_path_str(p)) not in listed]
+    named = set(files)
+    files.extend(f for f in dict.fromkeys(rest) if f not in named)
     if not files:
         return folders, folder_lists
     reader = SimpleDirectoryReader(input_files=files, within=within, **limits)
@@ -412,7 +417,8 @@ def index_paths(
             or ``"ray"``; ``num_workers`` < 1; ``vector_store`` malformed or not the index's.
         IndexLockedError: another process holds the index and not ``wait``.
         PathNotFoundError: (a ``FileNotFoundError``) a path does not exist and the index holds no
-            document from it (checked before anything is written).
+            document from it, or cannot be reached (a broken link, a folder above it that cannot be
+            listed); checked before anything is written.
     """
     from ragloom.embeddings import resolve_embed_model
     from ragloom.settings import default_node_parser
@@ -429,7 +435,7 @@ def index_paths(
         raise ValueError("ray_address (--address) needs engine='ray' (--engine ray)")
     if not (Path(index_dir) / INDEX_DB_NAME).exists():  # validate before creating anything
         for p in paths:
-            if not os.path.lexists(p):
+            if not os.path.exists(p):
                 raise PathNotFoundError(errno.ENOENT, "no such file or folder", str(p))
         default_node_parser(resolve_embed_model(embed_model or "default"), chunk_size, chunk_overlap,
                             parser or DEFAULT_PARSER)
@@ -470,16 +476,29 @@ class _Distribution:
     num_workers: Optional[int] = None
 
 
+def _gone(path: Path) -> bool:
+    """Whether ``path`` was deleted: it does not exist (``ENOENT``, not even as a broken link) in a
+    folder that does and can be listed.  A path that cannot be reached (a folder without permission
+    above it, a broken link) is not gone: its documents stay."""
+    try:
+        os.lstat(path)
+        return False
+    except FileNotFoundError:
+        parent = path.parent
+        return parent.is_dir() and os.access(parent, os.R_OK | os.X_OK)
+    except OSError:
+        return False
+
+
 class _Scope:
     """Which stored documents a run may delete: below the indexed paths, and gone or without text."""
 
     def __init__(self, paths: Sequence[Path], docstore: Any) -> None:
         self.paths = list(paths)
-        self.roots = [str(p) + "/" for p in paths if p.is_dir()] + [str(p) for p in paths if p.is_file()]
-        # a path that is gone (a deleted folder or file given again): its documents are removed
-        for p in paths:
-            if not os.path.lexists(p):
-                self.roots += [str(p), str(p) + "/"]
+        # a file given scopes itself, a folder what lies below it; a path that is gone (a deleted
+        # folder or file given again) both ways: its documents are removed
+        self.files = {str(p) for p in paths if p.is_file() or _gone(p)}
+        self.folders = [str(p) + "/" for p in paths if p.is_dir() or _gone(p)]
         self.docstore = docstore
         self.read: Set[str] = set()
         self.gone: Set[str] = set()  # present but without indexable text now
@@ -507,8 +526,11 @@ class _Scope:
         Raises:
             PathNotFoundError: such a path that no stored document came from (a typo)."""
         for p in self.paths:
-            if os.path.lexists(p):
+            if os.path.exists(p):
                 continue
+            if not _gone(p):
+                raise PathNotFoundError(errno.ENOENT, "cannot be reached (a broken link, or a folder that cannot be "
+                                        "listed); nothing was removed", str(p))
             held = self.holds_from(p)
             if not held:
                 raise PathNotFoundError(errno.ENOENT, "no such file or folder, and the index holds nothing from it",
@@ -518,7 +540,7 @@ class _Scope:
 
     def __call__(self, doc_id: str) -> bool:
         path = self.file_of(doc_id)
-        if not any(path == r or path.startswith(r) for r in self.roots):
+        if path not in self.files and not any(path.startswith(r) for r in self.folders):
             return False
         return path in self.gone or path in self.read or not os.path.exists(fs_path(path))
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -183,7 +182,7 @@ class SplitPool:
 
             self._executor = ProcessPoolExecutor(max_workers=self.num_workers,
                                                  mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=worker_process_start, initargs=(os.getpid(),))
+                                                 initializer=worker_process_start)
         parts = _balanced_parts(nodes, 2 * self.num_workers)
         logger.debug("%s: %d nodes in %d parts on %d worker processes", type(transform).__name__, len(nodes),
                      len(parts), self.num_workers)

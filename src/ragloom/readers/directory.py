@@ -556,8 +556,11 @@ def _unentered_folder(path: str) -> Optional[str]:
 
     if os.path.islink(path):
         return REASON_SYMLINKED_FOLDER
-    if holds_index(path):
-        return REASON_INDEX_FOLDER
+    try:
+        if holds_index(path):
+            return REASON_INDEX_FOLDER
+    except OSError:  # a folder that cannot be looked into: the walk reports it (permission denied)
+        pass
     return None
 
 
@@ -946,7 +949,7 @@ class SimpleDirectoryReader:
         from ragloom._system import worker_process_start
 
         with ProcessPoolExecutor(max_workers=min(num_workers, max(1, len(files))),
-                                 initializer=worker_process_start, initargs=(os.getpid(),)) as pool:
+                                 initializer=worker_process_start) as pool:
             results = pool.map(_read_one_for_pool, [(p, self._ctx) for p in files])
             for path, got in tqdm(
                 zip(files, results, strict=True), total=len(files), desc="Loading files", unit="file", disable=not show

@@ -117,37 +117,50 @@ UTF16_COMMON_SHARE = 0.95
 
 
 def utf16_without_bom(data: bytes) -> Optional[str]:
-    """``"utf-16-le"`` or ``"utf-16-be"`` when ``data`` (NUL bytes in it, no BOM) reads as text in that
-    byte order, else ``None``.  Text that is mostly CJK has few NUL bytes (only its ASCII characters,
-    such as line breaks, and the ideographs U+xx00 hold one), so it shows none of the every-other-byte
-    pattern that charset-normalizer and :func:`looks_binary_head` recognise UTF-16 by.  A byte order is
-    taken when ``data`` decodes in it strictly (random bytes rarely do: unpaired surrogates), to
-    no U+0000, with more characters under U+0100 (whose high byte is the NUL) than U+xx00 ones (whose
-    low byte is), and at least :data:`UTF16_COMMON_SHARE` of its characters are common ones
-    (:func:`_common_char`); in the other order line breaks and CJK punctuation become unassigned or
-    rare code points.  The last
-    byte of an odd length (a cut head) is ignored."""
-    data = data[: len(data) - len(data) % 2]
-    best: Optional[Tuple[float, str]] = None
+    """``"utf-16-le"`` or ``"utf-16-be"`` when ``data`` (NUL bytes in it, no BOM) reads as text in one
+    byte order and not in the other, else ``None``; judged on the first :data:`UTF16_SAMPLE_BYTES`.
+
+    Text that is mostly CJK has few NUL bytes (only its ASCII characters, such as line breaks, and the
+    characters U+xx00 hold one), so it shows none of the every-other-byte pattern that charset-normalizer
+    and :func:`looks_binary_head` recognise UTF-16 by.  A byte order reads as text when the sample
+    decodes in it strictly (random bytes rarely do: unpaired surrogates), holds no U+0000, has more
+    characters under U+0100 (whose high byte is the NUL) than U+xx00 ones other than ideographs (whose
+    low byte is: a repeated binary pattern such as 00 01) and one in :data:`UTF16_LATIN_EVERY` at
+    least, and at least :data:`UTF16_COMMON_SHARE` of
+    its characters are common ones (:func:`_common_char`).  In the wrong order line breaks and CJK
+    punctuation become unassigned or rare code points; when both orders read as text (ASCII letters
+    with a stray NUL pair up into ideographs either way) the answer is ``None``."""
+    sample = data[:UTF16_SAMPLE_BYTES]
+    sample = sample[: len(sample) - len(sample) % 2]
+    passed = []
     for codec in ("utf-16-le", "utf-16-be"):
         try:
-            text = data.decode(codec)
+            text = sample.decode(codec)
         except UnicodeDecodeError:
-            try:  # a head cut inside a surrogate pair
-                text = data[:-2].decode(codec)
+            try:  # a sample cut inside a surrogate pair
+                text = sample[:-2].decode(codec)
             except UnicodeDecodeError:
                 continue
         if not text or "\x00" in text:  # text has no U+0000 (a NUL pair: binary)
             continue
-        # its NUL bytes are mostly the high bytes of ASCII/Latin-1 characters (line breaks, spaces),
-        # not the low bytes of U+xx00 characters (a repeated binary pattern such as 00 01)
         latin = sum(1 for ch in text if ch < "\u0100")
-        if latin <= sum(1 for ch in text if ch >= "\u0100" and not ord(ch) & 0xFF):
+        low_nul = sum(1 for ch in text if ch >= "\u0100" and not ord(ch) & 0xFF and not _ideograph(ch))
+        if latin <= low_nul or latin * UTF16_LATIN_EVERY < len(text):
             continue
-        share = sum(map(_common_char, text)) / len(text)
-        if share >= UTF16_COMMON_SHARE and (best is None or share > best[0]):
-            best = (share, codec)
-    return None if best is None else best[1]
+        if sum(map(_common_char, text)) / len(text) >= UTF16_COMMON_SHARE:
+            passed.append(codec)
+    return passed[0] if len(passed) == 1 else None
+
+
+def _ideograph(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+#: :func:`utf16_without_bom` wants at least one character under U+0100 (a line break, a space, a
+#: digit) per this many characters: what stray NULs in other data lack
+UTF16_LATIN_EVERY = 500
+#: how much of the data :func:`utf16_without_bom` reads to decide (bytes)
+UTF16_SAMPLE_BYTES = 16384
 
 
 def looks_binary_head(head: bytes) -> bool:

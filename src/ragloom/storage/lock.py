@@ -82,8 +82,8 @@ def writer_pid(index_dir: Union[str, "os.PathLike[str]"]) -> Optional[int]:
         holder = (Path(index_dir) / LOCK_NAME).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    if not holder.isdigit() or int(holder) == os.getpid():
-        return None
+    if os.name != "posix" or not holder.isdigit() or int(holder) == os.getpid():
+        return None  # (on Windows os.kill(pid, 0) would end that process)
     pid = int(holder)
     try:
         os.kill(pid, 0)

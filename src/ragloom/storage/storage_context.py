@@ -8,6 +8,7 @@ committed together (:meth:`StorageContext.transaction`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -37,12 +38,18 @@ def _database_of(component: Any) -> Optional[SQLiteDatabase]:
 
 def holds_index(persist_dir: Union[str, "os.PathLike[str]"]) -> bool:
     """Whether ``persist_dir`` holds a ragloom index to read: a non-empty database file (an empty
-    one is no index either: a read must not turn it into one).  ``False`` when the folder cannot be
-    looked into (permission denied: whoever reads it next reports that)."""
+    one is no index either: a read must not turn it into one).
+
+    Raises:
+        OSError: the folder cannot be looked into (permission denied), as ``Path.is_file`` does."""
     try:
         st = os.stat(Path(persist_dir) / DEFAULT_DB_NAME)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return False
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return False
+        raise
     return stat.S_ISREG(st.st_mode) and st.st_size > 0
 
 

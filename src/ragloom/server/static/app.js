@@ -335,7 +335,10 @@ async function loadDocChunks(id) {
 
 function applyStaticStrings() {
   document.documentElement.lang = lang === 'zh' ? 'zh-CN' : 'en';
-  for (const node of document.querySelectorAll('[data-i18n]')) node.textContent = t(node.dataset.i18n);
+  // (data-i18n-n: the {n} of a counted string)
+  for (const node of document.querySelectorAll('[data-i18n]')) {
+    node.textContent = t(node.dataset.i18n, node.dataset.i18nN === undefined ? {} : { n: node.dataset.i18nN });
+  }
   for (const node of document.querySelectorAll('[data-i18n-ph]')) node.placeholder = t(node.dataset.i18nPh);
   for (const node of document.querySelectorAll('[data-i18n-label]')) node.setAttribute('aria-label', t(node.dataset.i18nLabel));
   const toggle = $('#lang-toggle');
@@ -1058,7 +1061,10 @@ async function applyPanel(panel) {
 /** Make sure the document select has an option for `id` (it lists one page of documents). */
 function ensureDocOption(id, label) {
   const select = $('#inspector-doc');
-  if (![...select.options].some((o) => o.value === id)) select.append(el('option', { value: id, text: label || id }));
+  if (![...select.options].some((o) => o.value === id)) {
+    // above the "… N more" line, when the list has one
+    select.insertBefore(el('option', { value: id, text: label || id }), $('[data-testid=inspector-more]'));
+  }
   select.value = id;
 }
 
@@ -1076,8 +1082,8 @@ async function loadInspectorDocs() {
   $('#inspector-doc').replaceChildren(
     el('option', { value: '', 'data-i18n': 'chooseDocPlaceholder', text: t('chooseDocPlaceholder') }),
     ...docs.map((d) => el('option', { value: d.id, text: d.source || d.file_path || d.id })),
-    ...(more > 0 ? [el('option', { value: '', disabled: '', 'data-testid': 'inspector-more',
-                                   text: t('moreDocs', { n: more }) })] : []));
+    ...(more > 0 ? [el('option', { value: '', disabled: '', 'data-testid': 'inspector-more', 'data-i18n': 'moreDocs',
+                                   'data-i18n-n': more, text: t('moreDocs', { n: more }) })] : []));
   if (state.inspectedId) ensureDocOption(state.inspectedId, state.inspected?.source);
 }
 
