@@ -125,6 +125,21 @@ def shared_data():
     return SHARED_DATA
 
 
+@pytest.fixture()
+def without_dac_override():
+    """A command prefix that runs a process as this user but without root's power to ignore file
+    modes (``setpriv`` drops CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH), so a ``chmod 0`` folder is
+    unreadable to it; ``[]`` when not root (modes apply anyway)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: file modes cannot be enforced")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", "--bounding-set", caps, "--inh-caps", caps]
+
+
 @pytest.fixture(scope="module")
 def embed():
     """The bundled embed model, warmed up: a fresh instance per test module (a module may change

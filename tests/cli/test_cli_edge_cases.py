@@ -411,3 +411,29 @@ def test_a_deleted_folder_given_again_leaves_the_index(tmp_path, caplog):
     res = _index(runner, [tmp_path / "nosuch"], tmp_path / "new-idx", ok=False)
     assert res.exit_code == 2 and "no such file or folder" in res.output
     assert not (tmp_path / "new-idx").exists()
+
+
+def test_an_unreadable_folder_keeps_its_documents(tmp_path, without_dac_override):
+    """A folder that became unlistable (chmod 0) is reported as permission denied, not as deleted:
+    its files could not be stat'ed, so their documents were removed. The folder is not a file done."""
+    import subprocess
+    import sys
+
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    locked = docs / "locked"
+    locked.mkdir()
+    (locked / "otters.txt").write_text("Sea otters hold hands while they sleep.", encoding="utf-8")
+    assert _index(runner, [docs], idx)["documents"]["in_index"] == 3
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    locked.chmod(0)
+    try:
+        res = subprocess.run([*without_dac_override, sys.executable, "-m", "ragloom", "index", str(docs),
+                              "--index-dir", str(idx), "--json"], capture_output=True, text=True, env=env, timeout=300)
+    finally:
+        locked.chmod(0o755)
+    assert res.returncode == 0, res.stderr
+    s = json.loads(res.stdout)
+    assert s["documents"]["deleted"] == 0 and s["documents"]["in_index"] == 3, s
+    assert [(x["path"].endswith("locked"), x["reason"]) for x in s["skipped"]] == [(True, "permission denied")]
+    found = _query(runner, idx, "sea otters sleep", "--mode", "keyword")["results"]
+    assert found and "otters" in found[0]["text"]

@@ -226,20 +226,7 @@ def test_permission_denied(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         f.chmod(0o644)
 
 
-def _without_file_permission_bypass() -> List[str]:
-    """A command prefix that runs a process as this user but without root's power to ignore file
-    modes (``setpriv`` drops CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH); ``[]`` when not root."""
-    if os.geteuid() != 0:
-        return []
-    import shutil
-
-    if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv: file modes cannot be enforced")
-    caps = "-dac_override,-dac_read_search"
-    return ["setpriv", "--bounding-set", caps, "--inh-caps", caps]
-
-
-def test_an_unreadable_sub_folder_is_reported_and_the_rest_read(tree: Path) -> None:
+def test_an_unreadable_sub_folder_is_reported_and_the_rest_read(tree: Path, without_dac_override) -> None:
     """A folder that cannot be listed made the check for another ragloom index inside it raise
     (``PermissionError`` from ``Path.is_file``), so ``ragloom index`` refused the whole folder."""
     import json
@@ -254,7 +241,7 @@ def test_an_unreadable_sub_folder_is_reported_and_the_rest_read(tree: Path) -> N
             "print(json.dumps([sorted(d.text for d in docs), r.report.skipped_reasons()]))")
     locked.chmod(0)
     try:
-        res = subprocess.run([*_without_file_permission_bypass(), sys.executable, "-c", code, str(tree)],
+        res = subprocess.run([*without_dac_override, sys.executable, "-c", code, str(tree)],
                              capture_output=True, text=True, timeout=120)
     finally:
         locked.chmod(0o755)

@@ -476,6 +476,18 @@ class _Distribution:
     num_workers: Optional[int] = None
 
 
+def _absent(path: str) -> bool:
+    """Whether the file ``path`` no longer exists (``ENOENT``, a broken link included); one that cannot
+    be reached (a folder above it without permission) is not absent: its documents stay."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _gone(path: Path) -> bool:
     """Whether ``path`` was deleted: it does not exist (``ENOENT``, not even as a broken link) in a
     folder that does and can be listed.  A path that cannot be reached (a folder without permission
@@ -542,7 +554,7 @@ class _Scope:
         path = self.file_of(doc_id)
         if path not in self.files and not any(path.startswith(r) for r in self.folders):
             return False
-        return path in self.gone or path in self.read or not os.path.exists(fs_path(path))
+        return path in self.gone or path in self.read or _absent(fs_path(path))
 
 
 #: the node parser class each ``parser`` choice records (see :func:`~ragloom.settings.default_node_parser`)
@@ -782,6 +794,7 @@ class _Feed:
         self.report = report
         self.tokens = 0
         self._transient = 0
+        self._folders = 0  # folders reported as skipped (not files: not counted as done)
         self.progress = IndexProgress(files_total=files_total)
         self.bar_files = tqdm(total=self.progress.files_total, desc="Reading  ", unit="file", position=0,
                               disable=not show_progress)
@@ -827,6 +840,9 @@ class _Feed:
 
     def _skipped(self, s: FileSkipped) -> None:
         self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
+        if os.path.isdir(fs_path(s.path)):  # a folder the listing did not enter: listed, but no file done
+            self._folders += 1
+            return
         if s.transient:
             self._transient += 1
         else:
