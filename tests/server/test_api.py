@@ -933,3 +933,17 @@ def test_a_missing_model_package_is_a_missing_dependency(monkeypatch):
         local.smollm2_gguf_path()
     assert isinstance(info.value, ImportError) and local.INSTALL_HINT in str(info.value)
     assert _user_error(info.value) == (400, str(info.value))
+
+
+def test_ctrl_c_stops_the_server_without_aborted(built_index, tmp_path):
+    """Ctrl-C (SIGINT) is how a user stops 'ragloom serve': after the server's own graceful shutdown
+    click printed "Aborted!" and exited 1."""
+    import signal
+
+    index_dir = tmp_path / "idx"
+    shutil.copytree(built_index, index_dir)
+    srv = start_server(index_dir, tmp_path / "server.log", "--llm", "mock")
+    srv.stop(signal.SIGINT)
+    log = srv.log_text()
+    assert srv.proc.returncode == 0, log[-2000:]
+    assert "ragloom serve stopped." in log and "Aborted!" not in log and "Traceback" not in log, log[-2000:]

@@ -336,6 +336,8 @@ def serve_cmd(index_dir: Path, host: str, port: int, api_key: Optional[str], all
               log_level="warning")
     except (ValueError, MissingDependencyError) as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl-C is how a server stops: after its graceful shutdown, no "Aborted!"
+        click.echo("ragloom serve stopped.", err=True)
 
 
 from ragloom.cli.ask import ask_cmd  # noqa: E402  (the command lives in cli/ask.py)
