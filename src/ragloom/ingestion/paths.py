@@ -507,10 +507,11 @@ class _Scope:
 
     def __init__(self, paths: Sequence[Path], docstore: Any) -> None:
         self.paths = list(paths)
-        # a file given scopes itself, a folder what lies below it; a path that is gone (a deleted
-        # folder or file given again) both ways: its documents are removed
-        self.files = {str(p) for p in paths if p.is_file() or _gone(p)}
-        self.folders = [str(p) + "/" for p in paths if p.is_dir() or _gone(p)]
+        self._gone_paths = [p for p in paths if _gone(p)]  # deleted folders or files given again
+        # a file given scopes itself, a folder what lies below it; a gone path both ways: its
+        # documents are removed
+        self.files = {str(p) for p in paths if p.is_file()} | {str(p) for p in self._gone_paths}
+        self.folders = [str(p) + "/" for p in paths if p.is_dir()] + [str(p) + "/" for p in self._gone_paths]
         self.docstore = docstore
         self.read: Set[str] = set()
         self.gone: Set[str] = set()  # present but without indexable text now
@@ -540,7 +541,7 @@ class _Scope:
         for p in self.paths:
             if os.path.exists(p):
                 continue
-            if not _gone(p):
+            if p not in self._gone_paths:
                 raise PathNotFoundError(errno.ENOENT, "cannot be reached (a broken link, or a folder that cannot be "
                                         "listed); nothing was removed", str(p))
             held = self.holds_from(p)
@@ -794,7 +795,6 @@ class _Feed:
         self.report = report
         self.tokens = 0
         self._transient = 0
-        self._folders = 0  # folders reported as skipped (not files: not counted as done)
         self.progress = IndexProgress(files_total=files_total)
         self.bar_files = tqdm(total=self.progress.files_total, desc="Reading  ", unit="file", position=0,
                               disable=not show_progress)
@@ -841,7 +841,6 @@ class _Feed:
     def _skipped(self, s: FileSkipped) -> None:
         self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
         if os.path.isdir(fs_path(s.path)):  # a folder the listing did not enter: listed, but no file done
-            self._folders += 1
             return
         if s.transient:
             self._transient += 1

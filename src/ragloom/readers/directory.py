@@ -587,11 +587,10 @@ def _one_path_per_file(files: List[Path]) -> List[Path]:
         key = real(f, link)
         j = chosen.get(key)
         if j is None or (links[j] and not link):
-            if j is not None:
-                logger.debug("reading %s once, as %s (%s leads to it)", key, file_path_str(f), file_path_str(files[j]))
             chosen[key] = i
-        else:
-            logger.debug("reading %s once, as %s (%s leads to it)", key, file_path_str(files[j]), file_path_str(f))
+        if j is not None:
+            kept, dropped = (f, files[j]) if chosen[key] == i else (files[j], f)
+            logger.debug("reading %s once, as %s (%s leads to it)", key, file_path_str(kept), file_path_str(dropped))
     kept = sorted(chosen.values())
     return [files[i] for i in kept]
 
