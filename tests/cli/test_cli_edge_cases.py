@@ -437,3 +437,25 @@ def test_an_unreadable_folder_keeps_its_documents(tmp_path, without_dac_override
     assert [(x["path"].endswith("locked"), x["reason"]) for x in s["skipped"]] == [(True, "permission denied")]
     found = _query(runner, idx, "sea otters sleep", "--mode", "keyword")["results"]
     assert found and "otters" in found[0]["text"]
+
+
+def test_folders_not_entered_are_not_counted_as_files_skipped(tmp_path):
+    """A symlinked folder (not followed) was counted in "files skipped"; it is listed under "folders
+    skipped" now, and ``--json`` tells each skip's kind."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "moss.txt").write_text("Moss grows on the north side of old stones.", encoding="utf-8")
+    (docs / "linked").symlink_to(other, target_is_directory=True)
+    (docs / "blob.bin").write_bytes(b"\x00\x01\x02\xff" * 64)
+    s = _index(runner, [docs], idx)
+    kinds = {os.path.basename(x["path"]): x["kind"] for x in s["skipped"]}
+    assert kinds == {"linked": "folder", "blob.bin": "file"}, s["skipped"]
+    assert s["files_read"] == 2 and s["documents"]["in_index"] == 2
+    res = runner.invoke(cli, ["index", str(docs), "--index-dir", str(tmp_path / "idx2"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    files_at = next(i for i, line in enumerate(lines) if line.strip().startswith("files skipped"))
+    folders_at = next(i for i, line in enumerate(lines) if line.strip().startswith("folders skipped"))
+    assert lines[files_at].split()[-1] == "1" and "blob.bin" in lines[files_at + 1]
+    assert lines[folders_at].split()[-1] == "1" and "linked" in lines[folders_at + 1]

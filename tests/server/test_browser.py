@@ -547,19 +547,41 @@ def test_compare_configurations(server, api, open_page):
     page.locator(".compare-title").scroll_into_view_if_needed()
     shot(page, "serve-compare.png")
 
-    # bad configurations: the server's reason inside panel B (no popup: open_page fails on dialogs)
-    for size, overlap in ((0, 0), (32, 32), (8, 0)):
-        r = api.post("/chunks/preview", json={"doc_id": doc_id, "parser": "token", "chunk_size": size,
-                                              "chunk_overlap": overlap})
-        assert 400 <= r.status_code < 500, r.text
-        b.locator(".cfg-size").fill(str(size))
-        b.locator(".cfg-overlap").fill(str(overlap))
-        with page.expect_response(lambda resp: resp.url.endswith("/chunks/preview")):
-            b.locator(".cfg-apply").click()
-        expect(b.locator(".cfg-error")).to_be_visible()
-        expect(b.locator(".cfg-error")).to_contain_text(r.json()["error"])
+    # bad configurations, told inside panel B (no popup: open_page fails on dialogs).  Out of the
+    # inputs' range, or an overlap not below the size: the page says so in its own language and
+    # sends nothing (the server refuses them too)
+    previews: list = []
+    page.on("request", lambda req: previews.append(req.url) if req.url.endswith("/chunks/preview") else None)
+    for size, overlap, message, invalid in (
+            ("0", "0", "Chunk size must be at least 1.", ".cfg-size"),
+            ("32", "32", "Overlap must be less than Chunk size (32).", ".cfg-overlap"),
+            ("32", "-1", "Overlap must be at least 0.", ".cfg-overlap"),
+            ("32.5", "4", "Chunk size must be a whole number.", ".cfg-size")):
+        if "." not in size:
+            r = api.post("/chunks/preview", json={"doc_id": doc_id, "parser": "token", "chunk_size": int(size),
+                                                  "chunk_overlap": int(overlap)})
+            assert 400 <= r.status_code < 500, r.text
+        b.locator(".cfg-size").fill(size)
+        b.locator(".cfg-overlap").fill(overlap)
+        b.locator(".cfg-apply").click()
+        expect(b.locator(".cfg-error")).to_have_text(message)
+        expect(b.locator(invalid)).to_have_attribute("aria-invalid", "true")
+        expect(b.locator(invalid)).to_be_focused()
         expect(a.locator(".cfg-error")).to_be_hidden()
-        expect(page.locator("#global-alert")).to_be_hidden()
+    assert previews == []
+    # a size too small for the document's metadata: only the server knows; its reason is shown
+    r = api.post("/chunks/preview", json={"doc_id": doc_id, "parser": "token", "chunk_size": 8, "chunk_overlap": 0})
+    assert 400 <= r.status_code < 500, r.text
+    b.locator(".cfg-size").fill("8")
+    b.locator(".cfg-overlap").fill("0")
+    with page.expect_response(lambda resp: resp.url.endswith("/chunks/preview")):
+        b.locator(".cfg-apply").click()
+    expect(b.locator(".cfg-error")).to_be_visible()
+    expect(b.locator(".cfg-error")).to_contain_text(r.json()["error"])
+    expect(b.locator(".cfg-size")).not_to_have_attribute("aria-invalid", "true")
+    expect(b.locator(".cfg-overlap")).not_to_have_attribute("aria-invalid", "true")
+    expect(a.locator(".cfg-error")).to_be_hidden()
+    expect(page.locator("#global-alert")).to_be_hidden()
     # a good configuration again clears the error
     b.locator(".cfg-size").fill(str(config["chunk_size"]))
     b.locator(".cfg-overlap").fill(str(config["chunk_overlap"]))
@@ -613,6 +635,27 @@ def test_chinese_interface(server, api, open_page):
     page.locator("#search-results .result").first.get_by_role("button", name="在文档中显示").click()
     check_viewer(page, api, want[0], "#search-viewer-slot")
     shot(page, "serve-zh.png")
+
+    # a bad number is told in Chinese, before any request
+    queries: list = []
+    page.on("request", lambda req: queries.append(req.url) if req.url.endswith(("/query", "/chunks/preview")) else None)
+    page.fill("#search-k", "0")
+    page.click("#search-button")
+    expect(page.locator("#search-error")).to_have_text("k必须在 1 到 100 之间。")
+    page.fill("#search-k", "3")
+    doc_id = doc_id_of(api, "zh/西游记.txt")
+    page.click("#tab-chunks")
+    open_in_inspector(page, doc_id, len(doc_chunks(api, doc_id)["chunks"]))
+    b = page.locator("#compare-b")
+    b.locator(".cfg-size").fill("20")  # the overlap (the index's) left as it was: above the new size
+    b.locator(".cfg-apply").click()
+    overlap = b.locator(".cfg-overlap").input_value()
+    assert int(overlap) >= 20
+    expect(b.locator(".cfg-error")).to_have_text("重叠必须小于分块大小（20）。")
+    assert queries == []
+    page.click("#tab-search")
+    search(page, "孙悟空", 3)  # a good k again: the message goes
+    expect(page.locator("#search-error")).to_be_hidden()
 
     # the toggle switches to English, what is shown included
     page.click("#lang-toggle")

@@ -167,11 +167,15 @@ def _print_index_summary(s: Dict[str, Any]) -> None:
     click.echo("")
     click.secho(f"Index: {s['index_dir']}", bold=True)
     click.echo(f"  files read      {s['files_read']}")
-    click.echo(f"  files skipped   {len(s['skipped'])}")
-    for item in s["skipped"][:50]:
-        click.echo(f"    - {item['path']}: {item['reason']}")
-    if len(s["skipped"]) > 50:
-        click.echo(f"    … and {len(s['skipped']) - 50} more (use --json for the full list)")
+    folders = [item for item in s["skipped"] if item.get("kind") == "folder"]
+    for title, items in (("files skipped", [item for item in s["skipped"] if item.get("kind") != "folder"]),
+                         ("folders skipped", folders)):
+        if items or title == "files skipped":
+            click.echo(f"  {title:<15} {len(items)}")
+        for item in items[:50]:
+            click.echo(f"    - {item['path']}: {item['reason']}")
+        if len(items) > 50:
+            click.echo(f"    … and {len(items) - 50} more (use --json for the full list)")
     junk = s.get("junk") or []
     if junk:
         click.echo(f"  junk left out   {sum(j['chunks'] for j in junk)} chunks of {len(junk)} files "

@@ -52,8 +52,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 @dataclass
 class IndexSummary:
     """What :func:`index_paths` did.  ``documents``: ``read``, ``added``, ``updated``, ``unchanged``,
-    ``deleted``, ``in_index``; ``skipped``: ``[{"path", "reason", "transient"}]`` (files that were not
-    read, and documents that could not be split); ``nodes_written`` (stored this run),
+    ``deleted``, ``in_index``; ``skipped``: ``[{"path", "reason", "transient", "kind"}]`` (``kind``:
+    ``"file"`` not read, ``"member"`` of an archive not read, ``"folder"`` not entered, or ``"document"``
+    that could not be split); ``nodes_written`` (stored this run),
     ``nodes_embedded`` (of those, computed by the model), ``nodes_reused`` (vectors from the
     embedding cache), ``tokens_embedded`` (tokens of the nodes written, embedded metadata included,
     in the model's tokenizer), ``nodes_total``, ``batches`` (transactions), ``seconds`` (wall).
@@ -103,7 +104,7 @@ class IndexProgress:
     """How far an :func:`index_paths` run is, passed to its ``on_progress`` after every file read
     and every committed batch: ``files_total``, ``files_done`` (read or skipped), ``nodes_embedded``
     (nodes through the embed model or its cache so far), ``nodes_written`` (nodes committed),
-    ``batches`` (transactions committed), ``skipped`` (``[{"path", "reason", "transient"}]`` so far)."""
+    ``batches`` (transactions committed), ``skipped`` (as :class:`IndexSummary`'s, so far)."""
 
     files_total: int = 0
     files_done: int = 0
@@ -683,7 +684,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
         transient = failure.kind == FailureKind.TRANSIENT
         skipped.append({"path": display_path(failed_path),
                         "reason": failure.message if transient else f"cannot be split: {failure.message}",
-                        "transient": transient})
+                        "transient": transient, "kind": "document"})
 
     junk_files: Dict[str, Dict[str, Any]] = {}
     for ref, path, kind in junk.dropped if junk is not None else []:
@@ -834,13 +835,16 @@ class _Feed:
         for s in read_report.skipped:
             self._skipped(s)
         for s in read_report.members_skipped:  # listed for the user; the archive itself was read
-            self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": False})
+            self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": False,
+                                          "kind": "member"})
         self.progress.files_done = len(self.scope.read) + len(self.scope.gone) + self._transient
         self._tell()
 
     def _skipped(self, s: FileSkipped) -> None:
-        self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient})
-        if os.path.isdir(fs_path(s.path)):  # a folder the listing did not enter: listed, but no file done
+        folder = os.path.isdir(fs_path(s.path))  # a folder the listing did not enter: listed, but no file done
+        self.progress.skipped.append({"path": display_path(s.path), "reason": s.reason, "transient": s.transient,
+                                      "kind": "folder" if folder else "file"})
+        if folder:
             return
         if s.transient:
             self._transient += 1

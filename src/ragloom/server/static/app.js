@@ -51,6 +51,8 @@ const STRINGS = {
     compareTitle: 'Compare configurations', cfgParser: 'Parser', cfgSize: 'Chunk size', cfgOverlap: 'Overlap',
     cfgApply: 'Apply', applyHint: 'Choose a configuration and press Apply.', currentIndex: 'current index',
     summary: '{n} chunks, mean {mean} tokens, max {max} tokens', overBudget: ', {n} over budget',
+    notWhole: '{label} must be a whole number.', atLeast: '{label} must be at least {min}.',
+    between: '{label} must be between {min} and {max}.', lessThan: '{label} must be less than {other} ({n}).',
   },
   zh: {
     langToggle: 'English', langToggleLabel: '切换为英文界面',
@@ -92,6 +94,8 @@ const STRINGS = {
     compareTitle: '比较配置', cfgParser: '解析器', cfgSize: '分块大小', cfgOverlap: '重叠',
     cfgApply: '应用', applyHint: '选择配置后点击“应用”。', currentIndex: '当前索引',
     summary: '{n} 个分块，平均 {mean} 词元，最多 {max} 词元', overBudget: '，{n} 个超出预算',
+    notWhole: '{label}必须是整数。', atLeast: '{label}不能小于 {min}。',
+    between: '{label}必须在 {min} 到 {max} 之间。', lessThan: '{label}必须小于{other}（{n}）。',
   },
 };
 
@@ -199,9 +203,31 @@ function reveal(box, target, onlyIfHidden = false) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function intValue(input) {
-  const n = Number.parseInt(input.value, 10);
-  return Number.isNaN(n) ? null : n;
+/**
+ * The whole number in a number input, checked in the page's language against the input's own
+ * min / max attributes (the server's limits) and `below` (an exclusive upper bound, with `belowName`
+ * the field it comes from); null when the input is empty (the server's default). A bad value is
+ * marked aria-invalid, focused, and thrown as an Error whose message names `label`.
+ */
+function checkedInt(input, label, below, belowName) {
+  input.removeAttribute('aria-invalid');
+  const raw = input.value.trim();
+  // a number input's value is '' for text that is not a number at all
+  if (raw === '' && !(input.validity && input.validity.badInput)) return null;
+  const n = Number(raw);
+  const min = input.min === '' ? null : Number(input.min);
+  const max = input.max === '' ? null : Number(input.max);
+  let message = null;
+  if (raw === '' || !Number.isInteger(n)) message = t('notWhole', { label });
+  else if ((min !== null && n < min) || (max !== null && n > max)) {
+    message = max === null ? t('atLeast', { label, min }) : t('between', { label, min, max });
+  } else if (below !== undefined && below !== null && n >= below) {
+    message = t('lessThan', { label, other: belowName, n: below });
+  }
+  if (message === null) return n;
+  input.setAttribute('aria-invalid', 'true');
+  input.focus();
+  throw new Error(message);
 }
 
 function fixed(value, digits) {
@@ -496,11 +522,18 @@ async function runSearch(event) {
   if (!text) return;
   const submit = $('#search-button');
   clearError($('#search-error'));
+  let k;
+  try {
+    k = checkedInt($('#search-k'), 'k') ?? 5;
+  } catch (err) {
+    showError($('#search-error'), err);
+    return;
+  }
   setBusy(submit, true);
   try {
     state.search = await apiJson('query', {
       method: 'POST',
-      json: { text, k: intValue($('#search-k')) ?? 5, mode: $('#search-mode').value, filters: searchFilters() },
+      json: { text, k, mode: $('#search-mode').value, filters: searchFilters() },
     });
     renderSearch();
   } catch (err) {
@@ -608,6 +641,13 @@ async function runAsk(event) {
   const submit = $('#ask-button');
   const answer = $('#ask-answer');
   clearError($('#ask-error'));
+  let k;
+  try {
+    k = checkedInt($('#ask-k'), 'k') ?? 5;
+  } catch (err) {
+    showError($('#ask-error'), err);
+    return;
+  }
   state.ask = null;
   state.asking = true;
   setBusy(submit, true);
@@ -624,7 +664,7 @@ async function runAsk(event) {
     const res = await api('ask', {
       method: 'POST',
       accept: 'text/event-stream',
-      json: { question, k: intValue($('#ask-k')) ?? 5, response_mode: $('#ask-response-mode').value, stream: true },
+      json: { question, k, response_mode: $('#ask-response-mode').value, stream: true },
     });
     await readAskStream(res, {
       delta: (d) => live.appendData(d.text || ''),
@@ -1041,11 +1081,20 @@ async function applyPanel(panel) {
     showError(panel.error, t('chooseDocFirst'));
     return;
   }
+  let size;
+  let overlap;
+  try {
+    size = checkedInt(panel.size, t('cfgSize'));
+    overlap = checkedInt(panel.overlap, t('cfgOverlap'), size, t('cfgSize'));
+  } catch (err) {
+    showError(panel.error, err);
+    return;
+  }
   setBusy(panel.apply, true);
   try {
     const data = await apiJson('chunks/preview', {
       method: 'POST',
-      json: { doc_id: id, parser: panel.parser.value, chunk_size: intValue(panel.size), chunk_overlap: intValue(panel.overlap) },
+      json: { doc_id: id, parser: panel.parser.value, chunk_size: size, chunk_overlap: overlap },
     });
     if (id !== state.inspectedId) return;
     panel.data = data;
