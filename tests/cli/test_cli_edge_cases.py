@@ -459,3 +459,17 @@ def test_folders_not_entered_are_not_counted_as_files_skipped(tmp_path):
     folders_at = next(i for i, line in enumerate(lines) if line.strip().startswith("folders skipped"))
     assert lines[files_at].split()[-1] == "1" and "blob.bin" in lines[files_at + 1]
     assert lines[folders_at].split()[-1] == "1" and "linked" in lines[folders_at + 1]
+
+
+def test_keyword_scores_of_a_small_index_are_not_printed_as_zero(tmp_path):
+    """SQLite FTS5 floors the BM25 weight of a word found in most chunks at 1e-6, so in a small index
+    every keyword hit printed "score 0.0000"; scores are printed to four significant digits."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    (docs / "black.txt").write_text("Black tea is brewed with boiling water.", encoding="utf-8")
+    _index(runner, [docs], idx)
+    hits = _query(runner, idx, "tea brewed", "--mode", "keyword")["results"]
+    assert len(hits) == 2 and all(0 < h["score"] < 1e-4 for h in hits), hits
+    res = runner.invoke(cli, ["query", "tea brewed", "--mode", "keyword", "--index-dir", str(idx)])
+    assert res.exit_code == 0, res.output
+    printed = [line.split()[2] for line in res.stdout.splitlines() if line.startswith("[")]
+    assert len(printed) == 2 and all(float(p) == float(f"{h['score']:.4g}") for p, h in zip(printed, hits)), printed

@@ -212,6 +212,10 @@ def test_search_results_and_document_viewer(server, api, open_page):
     assert results.first.locator(".chunk").text_content() == want[0]["text"]
     assert [r.locator(".source").text_content() for r in results.all()] == [w["source"] for w in want]
     assert [r.locator(".rank").text_content() for r in results.all()] == [f"#{i}" for i in range(1, k + 1)]
+    # scores to four significant digits (a small index's BM25 scores can be about 1e-6)
+    shown = [r.locator(".score").text_content() for r in results.all()]
+    assert [len(x.lstrip("0.").replace(".", "")) for x in shown] == [4] * k, shown
+    assert [float(x) for x in shown] == [float(f"{w['score']:.4g}") for w in want], shown
     expect(page.locator("#search-meta")).to_contain_text(f"{k} results")
 
     # "Show in document": the whole document, the result's span marked and scrolled into sight

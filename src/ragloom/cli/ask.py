@@ -27,7 +27,7 @@ def _print_sources(sources: List[Dict[str, Any]], max_chars: int) -> None:
         return
     click.secho("Sources:", bold=True)
     for s in sources:
-        score = f"{s['score']:.4f}" if s["score"] is not None else "-"
+        score = f"{s['score']:#.4g}" if s["score"] is not None else "-"
         click.secho(f"[{s['rank']}] score {score}  {s['source']}  ({s['location']})", bold=True)
         snippet = " ".join(s["text"].split())
         if max_chars and len(snippet) > max_chars:

@@ -289,7 +289,7 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
         return
     for r in results:
         loc = r["location"]
-        click.secho(f"[{r['rank']}] score {r['score']:.4f}  {r['source']}  ({loc})", bold=True)
+        click.secho(f"[{r['rank']}] score {r['score']:#.4g}  {r['source']}  ({loc})", bold=True)
         body = r["text"]
         if max_chars and len(body) > max_chars:
             body = body[:max_chars].rstrip() + " …"

@@ -230,6 +230,12 @@ function checkedInt(input, label, below, belowName) {
   throw new Error(message);
 }
 
+/** A score to four significant digits: BM25 scores of a small index can be about 1e-6 (SQLite
+ * FTS5 floors the weight of a word found in most chunks), which four decimals show as 0.0000. */
+function scoreText(value) {
+  return typeof value === 'number' ? value.toPrecision(4) : '–';
+}
+
 function fixed(value, digits) {
   return typeof value === 'number' ? value.toFixed(digits) : '–';
 }
@@ -557,7 +563,7 @@ function resultCard(r) {
   return el('article', { class: 'result', 'data-node-id': r.node_id },
     el('header', { class: 'result-head' },
       el('span', { class: 'rank', text: `#${r.rank}` }),
-      el('span', { class: 'score', title: t('score'), text: fixed(r.score, 4) }),
+      el('span', { class: 'score', title: t('score'), text: scoreText(r.score) }),
       el('span', { class: 'source', title: r.file_path || '', text: r.source || r.file_path || '' }),
       r.page_label ? el('span', { class: 'page', text: t('page', { p: r.page_label }) }) : null,
       el('span', { class: 'loc', text: r.location || '' }),
@@ -708,7 +714,7 @@ function renderAsk() {
   $('#ask-sources-title').hidden = !sources.length;
   $('#ask-sources').replaceChildren(...sources.map((s, i) => el('li', { id: `source-${i + 1}`, class: 'source-item' },
     button(`[${i + 1}] ${s.source || s.file_path || ''}`, () => openSource(i + 1), { class: 'source-link' }),
-    el('span', { class: 'meta', text: ` ${s.page_label ? `${t('page', { p: s.page_label })} · ` : ''}${s.location || ''} · ${fixed(s.score, 4)}` }),
+    el('span', { class: 'meta', text: ` ${s.page_label ? `${t('page', { p: s.page_label })} · ` : ''}${s.location || ''} · ${scoreText(s.score)}` }),
     el('p', { class: 'chunk', text: s.text || '' }))));
 }
 
