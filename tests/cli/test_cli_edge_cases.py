@@ -472,4 +472,5 @@ def test_keyword_scores_of_a_small_index_are_not_printed_as_zero(tmp_path):
     res = runner.invoke(cli, ["query", "tea brewed", "--mode", "keyword", "--index-dir", str(idx)])
     assert res.exit_code == 0, res.output
     printed = [line.split()[2] for line in res.stdout.splitlines() if line.startswith("[")]
-    assert len(printed) == 2 and all(float(p) == float(f"{h['score']:.4g}") for p, h in zip(printed, hits, strict=True)), printed
+    assert len(printed) == 2, printed
+    assert all(float(p) == float(f"{h['score']:.4g}") for p, h in zip(printed, hits, strict=True)), printed
