@@ -3,6 +3,7 @@ built-in ``OSError`` family; ingestion failures that concern one file raise :cla
 
 from __future__ import annotations
 
+import shlex
 from typing import Optional
 
 
@@ -33,6 +34,22 @@ class IndexLockedError(RagloomError):
 class PathNotFoundError(RagloomError, FileNotFoundError):
     """A path given to index does not exist, and the index holds no document from it (a typo, not a
     deleted folder: that one's documents are removed instead); ``filename`` is the path."""
+
+
+class EmptiedFolderError(RagloomError):
+    """Documents would leave the index because a folder holding their files is now empty: an
+    unmounted drive or share looks like that (its mount point stays, empty), so nothing is removed.
+    ``folder`` is that folder, ``held`` how many documents the index holds from below it."""
+
+    def __init__(self, folder: str, held: int) -> None:
+        super().__init__(
+            f"{folder} is empty, but the index holds {held} document{'' if held == 1 else 's'} from it: "
+            "nothing was removed (is a drive or share not mounted?). If its files were deleted on purpose, "
+            f"remove their documents with `ragloom remove {shlex.quote(folder)}` "
+            "(in Python: ragloom.ingestion.manage.remove_paths)."
+        )
+        self.folder = folder
+        self.held = held
 
 
 class DocumentError(RagloomError, ValueError):

@@ -263,6 +263,7 @@ def test_no_results_says_why(tmp_path):
     assert res.exit_code == 0 and "embed model reads English only" in res.output, res.output
     (docs / "kayak.txt").unlink()
     (docs / "tea.txt").unlink()
+    docs.rmdir()  # (an emptied folder that is still there is refused: an unmounted share looks like that)
     _index(runner, [docs], idx)
     res = runner.invoke(cli, ["query", "tea", "--index-dir", str(idx)])
     assert res.exit_code == 0 and "is empty" in res.output
@@ -474,3 +475,44 @@ def test_keyword_scores_of_a_small_index_are_not_printed_as_zero(tmp_path):
     printed = [line.split()[2] for line in res.stdout.splitlines() if line.startswith("[")]
     assert len(printed) == 2, printed
     assert all(float(p) == float(f"{h['score']:.4g}") for p, h in zip(printed, hits, strict=True)), printed
+
+
+def test_an_emptied_mount_point_keeps_its_documents(tmp_path):
+    """A network share that is not mounted leaves its mount point behind, empty: 'ragloom index' on it
+    (or on a folder inside it, which then looks deleted) removed every document.  It stops with a
+    one-line reason and removes nothing; deleting the empty folder too removes them as before."""
+    import shutil
+
+    runner, idx = CliRunner(), tmp_path / "idx"
+    share, away = tmp_path / "share", tmp_path / "away"
+    (share / "docs" / "sub").mkdir(parents=True)
+    (share / "docs" / "walrus.txt").write_text("Walruses haul out on sea ice.", encoding="utf-8")
+    (share / "docs" / "sub" / "narwhal.txt").write_text("Narwhals have a long tusk.", encoding="utf-8")
+    s = _index(runner, [share], idx)
+    assert s["documents"]["in_index"] == 2
+    shutil.move(str(share / "docs"), str(away))  # "unmounted": the mount point stays, empty
+    for given in (share, share / "docs"):
+        res = _index(runner, [given], idx, ok=False)
+        assert res.exit_code == 1, res.output
+        assert "share is empty, but the index holds 2 documents from it: nothing was removed" in res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+        assert len(_query(runner, idx, "walruses narwhals", "--mode", "keyword")["results"]) == 2
+    shutil.move(str(away), str(share / "docs"))  # mounted again: nothing to do
+    s = _index(runner, [share], idx)
+    assert s["documents"]["unchanged"] == 2 and s["nodes_embedded"] == 0
+    # files deleted from a folder that keeps other entries, or a folder deleted with its files: removed
+    (share / "docs" / "sub" / "narwhal.txt").unlink()
+    (share / "docs" / "sub" / "keep.md").write_text("Belugas are white whales.", encoding="utf-8")
+    s = _index(runner, [share], idx)
+    assert s["documents"]["deleted"] == 1 and s["documents"]["in_index"] == 2, s
+    shutil.rmtree(share / "docs" / "sub")
+    s = _index(runner, [share], idx)
+    assert s["documents"]["deleted"] == 1 and s["documents"]["in_index"] == 1, s
+    # really emptied on purpose: the message's way out works
+    (share / "docs" / "walrus.txt").unlink()
+    res = _index(runner, [share], idx, ok=False)
+    assert res.exit_code == 1 and f"ragloom remove {share / 'docs'}`" in res.output, res.output
+    res = runner.invoke(cli, ["remove", str(share / "docs"), "--index-dir", str(idx)])
+    assert res.exit_code == 0, res.output
+    s = _index(runner, [share], idx)
+    assert s["documents"]["in_index"] == 0, s

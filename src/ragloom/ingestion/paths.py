@@ -19,9 +19,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
-from ragloom.errors import PathNotFoundError
+from ragloom.errors import EmptiedFolderError, PathNotFoundError
 from ragloom.schema import Document, MetadataMode
 from ragloom.readers.base import escaped_path, file_path_str, fs_path, path_text
 from ragloom.ingestion.junk import JunkFilter
@@ -420,6 +420,9 @@ def index_paths(
         PathNotFoundError: (a ``FileNotFoundError``) a path does not exist and the index holds no
             document from it, or cannot be reached (a broken link, a folder above it that cannot be
             listed); checked before anything is written.
+        EmptiedFolderError: documents would leave the index because the folder that held their
+            files is now empty (an unmounted drive or share looks like that); checked before
+            anything is written (:meth:`_Scope.check_emptied_folders`).
     """
     from ragloom.embeddings import resolve_embed_model
     from ragloom.settings import default_node_parser
@@ -503,6 +506,15 @@ def _gone(path: Path) -> bool:
         return False
 
 
+def _empty_folder(folder: str) -> bool:
+    """Whether the folder ``folder`` can be listed and holds no entry at all (hidden ones included)."""
+    try:
+        with os.scandir(fs_path(folder)) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
+
+
 class _Scope:
     """Which stored documents a run may delete: below the indexed paths, and gone or without text."""
 
@@ -552,9 +564,45 @@ class _Scope:
             logger.warning("%s no longer exists: its %d document%s leave%s the index", display_path(str(p)), held,
                            "" if held == 1 else "s", "s" if held == 1 else "")
 
+    def check_emptied_folders(self, listed: Collection[str]) -> None:
+        """Refuse to remove documents whose files are absent because a folder holding them is empty.
+
+        A drive or network share that is not mounted leaves its mount point behind, empty: every
+        document from below it looks deleted (and a path given below the mount point looks gone).
+        For each stored document in scope that ``listed`` (the files the readers will read) does not
+        hold and whose file is absent, the nearest folder above the file that still exists is found;
+        when that folder holds nothing at all, the run stops before anything is written.  A folder
+        deleted with its files, or files deleted from a folder that keeps other entries, leave the
+        index as before.
+
+        Raises:
+            EmptiedFolderError: naming the first such folder and the documents held from below it."""
+        self.file_of("")  # loads the paths
+        assert self._paths is not None
+        emptied: Set[str] = set()
+        verdict: Dict[str, bool] = {}  # folder -> whether it exists and is empty
+        for path in self._paths.values():
+            if path in listed or not self._covers(path) or not _absent(fs_path(path)):
+                continue
+            folder = os.path.dirname(path)
+            while folder not in verdict and not os.path.isdir(fs_path(folder)) and folder != os.path.dirname(folder):
+                folder = os.path.dirname(folder)
+            if folder not in verdict:
+                verdict[folder] = _empty_folder(folder)
+            if verdict[folder]:
+                emptied.add(folder)
+        if emptied:
+            folder = min(emptied)
+            held = sum(1 for f in self._paths.values() if f.startswith(folder + "/"))
+            raise EmptiedFolderError(display_path(folder), held)
+
+    def _covers(self, path: str) -> bool:
+        """Whether the document of the file ``path`` is in scope: a file given, or below a folder given."""
+        return path in self.files or any(path.startswith(r) for r in self.folders)
+
     def __call__(self, doc_id: str) -> bool:
         path = self.file_of(doc_id)
-        if path not in self.files and not any(path.startswith(r) for r in self.folders):
+        if not self._covers(path):
             return False
         return path in self.gone or path in self.read or _absent(fs_path(path))
 
@@ -646,6 +694,7 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
     listed = [p for files in listing for p in files]
     _check_room_for_text(splitter)
     scope = _Scope(paths, index.docstore)
+    scope.check_emptied_folders(set(listed))
     scope.check_gone_paths()
     feed = _Feed(readers, scope, files_per_batch, show_progress and sys.stderr.isatty(), tokenizer, report,
                  files_total=len(listed))
