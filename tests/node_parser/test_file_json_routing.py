@@ -103,3 +103,24 @@ def test_router_falls_back_when_grammar_missing(caplog, monkeypatch):
         nodes = r.get_nodes_from_documents([_doc("m.go", "package main\n\nfunc main() {}\n")])
     assert isinstance(p, SentenceSplitter) and nodes
     assert "no tree-sitter grammar" in caplog.text and "tree-sitter-go" in caplog.text
+
+
+def test_a_json_file_read_by_the_directory_reader_is_cut_at_its_structure(tmp_path, caplog):
+    """The reader renders a .json file as ``key: value`` lines; the auto parser's JSONNodeParser took
+    that for "not JSON" and sentence-split it, cutting after ``name:`` (a clause end) with the value in
+    the next chunk.  Shaped like shared/data/json_zh_poetry/宋词/author.song.json."""
+    from ragloom.readers import SimpleDirectoryReader
+
+    authors = [{"description": "北宋文学家、书画家。" * 12 + "代表作有《念奴娇》等。" * 6, "name": f"作者{i}",
+                "short_description": "字子瞻，号东坡居士。" * 3} for i in range(6)]
+    (tmp_path / "author.song.json").write_text(json.dumps(authors, ensure_ascii=False), encoding="utf-8")
+    docs = SimpleDirectoryReader(str(tmp_path)).load_data()
+    assert docs[0].text.startswith("-\n  description: ")  # the reader's rendering, not JSON
+    p = SimpleFileNodeParser(chunk_size=64)
+    with caplog.at_level(logging.WARNING):
+        nodes = assert_invariants(p, docs[0], tokenizer=p.tokenizer, chunk_size=64)
+    assert "falling back" not in caplog.text
+    texts = [n.text for n in nodes]
+    for i in range(6):  # every name line is whole, in one chunk, as the first line of it or after a line
+        assert sum(f"name: 作者{i}" in t.split("\n") or f"  name: 作者{i}" in t.split("\n") for t in texts) == 1, texts
+    assert not any(t.rstrip().endswith(("name:", "\n-")) or t == "-" for t in texts), texts

@@ -89,6 +89,41 @@ def test_json_invariants(value, indent, size):
     assert nodes
 
 
+RENDERED_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers()
+    | st.lists(WORDS, max_size=30).map("".join).filter(lambda t: "\n" not in t and "\r" not in t),
+    lambda inner: st.lists(inner, min_size=1, max_size=6)
+    | st.dictionaries(st.from_regex(r"[a-z_中文]{1,8}", fullmatch=True), inner, min_size=1, max_size=6),
+    max_leaves=40,
+).filter(lambda v: isinstance(v, (list, dict)))
+
+
+@settings(**SETTINGS)
+@given(value=RENDERED_VALUES, size=st.sampled_from([24, 60, 300]))
+def test_json_reader_rendering_is_cut_at_its_structure(value, size):
+    """``SimpleDirectoryReader`` renders a ``.json`` file as YAML-like text (``json_to_text``), which
+    JSONNodeParser sentence-split as "not JSON" (a chunk could end with ``name:`` and the next begin
+    with its value); it is cut at its structure, as exact slices of the document."""
+    from ragloom.readers import json_to_text
+
+    text = json_to_text(value)
+    p = JSONNodeParser(chunk_size=size, tokenizer=TOK)
+    doc = Document(text=text, id_="rendered.json")
+    nodes = assert_invariants(p, doc, tokenizer=TOK, chunk_size=size)
+    assert nodes
+    for n in nodes:  # a list item's lone "-" line (then its first key) stays with what follows it
+        e = n.end_char_idx
+        last_line = text[text.rfind("\n", 0, e) + 1 : e]
+        assert not (last_line.strip() == "-" and last_line.endswith("-") and text.startswith("\n", e)), n.text
+    # a line that fits the budget with room to spare is never cut: a key stays with its value
+    pos = 0
+    for line in text.split("\n"):
+        a, b = pos + len(line) - len(line.lstrip()), pos + len(line.rstrip())
+        pos += len(line) + 1
+        if a < b and TOK.count(text[a:b]) <= size // 3:
+            assert any(n.start_char_idx <= a and b <= n.end_char_idx for n in nodes), (line, [x.text for x in nodes])
+
+
 PY_LINES = st.sampled_from([
     "def f(x):\n", "    return x  # 中文注释\n", "class A:\n", "    def m(self):\n", "        pass\n",
     "# 注释：字符不是字节\n", "x = '😀' * 3\n", "\n", "if x:\n", "    y = [\n        1,\n        2,\n    ]\n",

@@ -11,8 +11,14 @@ large array is split between its elements.  JSON Lines (one value per line, ``.j
 Offsets contract: ``node.text`` is flattened text, not a slice of the source.
 ``node.start_char_idx``/``end_char_idx`` are character offsets into the **JSON source**
 (``doc.text``): from the first of the node's lines' member key (or array value) to the
-end of its last line's value.  Spans are in document order.  Text that is not JSON falls
-back to sentence splitting (logged).
+end of its last line's value.  Spans are in document order.
+
+Text that is not JSON but :func:`~ragloom.readers.json_reader.json_to_text`'s YAML-like rendering
+(what ``SimpleDirectoryReader`` makes of a ``.json`` file: ``key: value`` lines, ``-`` list items,
+two spaces per level) is cut at its structure instead: where a top-level entry starts, then a
+second-level one, then between lines, then at sentences, clauses and words.  Its nodes are slices
+of ``doc.text`` (exact offsets), and a key stays on its value's line unless that line alone
+exceeds the budget.  Other text falls back to sentence splitting (logged).
 """
 
 from __future__ import annotations
@@ -35,6 +41,14 @@ from ragloom.schema import BaseNode
 __all__ = ["JSONNodeParser", "flatten_json"]
 
 _WS = re.compile(r"[ \t\n\r]*")
+#: the first line of :func:`~ragloom.readers.json_reader.json_to_text`'s rendering: a list item
+#: (``-`` or ``- value``) or a key (``key:`` or ``key: value``) at the first level
+_RENDERED_FIRST = re.compile(r"(?:-|[^\s\-\[{\"][^\n:]*:)(?:[ \n]|\Z)")
+#: a line break before a line of the rendering's first level / of its second level (two spaces) /
+#: before any line; none follows a list item's lone ``-`` line (which stays with the item's first key)
+_TOP_ENTRY = re.compile(r"(?<![\n ]-)(?<!\A-)\n(?=[^ \n])")
+_SECOND_ENTRY = re.compile(r"(?<![\n ]-)(?<!\A-)\n(?=  [^ \n])")
+_ANY_LINE = re.compile(r"(?<![\n ]-)(?<!\A-)\n")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 _DEC = _json.JSONDecoder()
 
@@ -169,7 +183,12 @@ class JSONNodeParser(FormatNodeParser):
     def _pieces(self, doc: BaseNode, text: str) -> List[Piece]:
         from ragloom.node_parser.text.boundaries import SeparatorLevel
 
-        lines = flatten_json(text)
+        try:
+            lines = flatten_json(text)
+        except FormatError:
+            if not _RENDERED_FIRST.match(text, _ws(text, 0)):
+                raise
+            return self._rendered_pieces(doc, text)
         if not lines:
             return []
         rendered: List[str] = []
@@ -209,3 +228,22 @@ class JSONNodeParser(FormatNodeParser):
             last = bisect.bisect_right(starts, e - 1) - 1
             out.append(Piece(flat[s:e], lines[first][2], lines[last][3], {}))
         return out
+
+    def _rendered_pieces(self, doc: BaseNode, text: str) -> List[Piece]:
+        """Pieces of ``text`` in :func:`~ragloom.readers.json_reader.json_to_text`'s rendering: slices
+        cut where a first-level entry starts, then a second-level one, then between lines, then as
+        the sentence splitter cuts (sentences, clauses, words)."""
+        from ragloom.node_parser.file.base import sentence_levels
+        from ragloom.node_parser.text.engine import strip_span
+
+        if self.chunk_size is None:
+            spans = [strip_span(text, 0, len(text))]
+        else:
+            levels = [
+                CutLevel([m.end() for m in _TOP_ENTRY.finditer(text)], "json-top"),
+                CutLevel([m.end() for m in _SECOND_ENTRY.finditer(text)], "json-second"),
+                CutLevel([m.end() for m in _ANY_LINE.finditer(text)], "line"),
+                *(level for level in sentence_levels("") if level.name != "line"),
+            ]
+            spans = self._pack(text, levels, self._wrappers(doc, {}))
+        return [Piece(text[s:e], s, e, {}) for s, e in spans if s < e]
