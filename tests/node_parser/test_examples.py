@@ -25,6 +25,17 @@ def test_chinese_terminators_and_closers():
     assert sentences(text) == ["他问：“你去吗？”", "她答：「去！」", "好；", "走吧…", "真的（是的。）", "完"]
 
 
+def test_a_quoted_exclamation_followed_by_a_comma_ends_no_sentence():
+    """A chunk of 西游记 began with "，" (found by a trial run at chunk_size 128): ``“变！”`` followed by
+    clause punctuation goes on, as does a terminator run followed by one."""
+    text = "叫一声“变！”，即变做三二百个小猴。他说：“走！”、“停！”：都行。好！！，然后……，完了！"
+    assert sentences(text) == ["叫一声“变！”，即变做三二百个小猴。", "他说：“走！”、“停！”：都行。",
+                               "好！！，然后……，完了！"]
+    doc = Document(text="悟空见他凶猛，拔一把毫毛，丢在口中嚼碎，望空中喷去，叫一声“变！”，即变做三二百个小猴，周围攒簇。" * 4)
+    nodes = SentenceSplitter(chunk_size=60, chunk_overlap=0).get_nodes_from_documents([doc])
+    assert len(nodes) == 4 and not any(n.text.startswith(("，", "”")) for n in nodes), [n.text for n in nodes]
+
+
 def test_abbreviations_do_not_end_sentences():
     text = "Use a library, e.g. sentencex. It works in the U.S. and abroad. Mr. Brown agreed at 3 p.m. today."
     got = sentences(text)

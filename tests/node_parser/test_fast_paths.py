@@ -24,7 +24,7 @@ from ragloom.schema import Document, MetadataMode, NodeRelationship
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
-ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，\n龍中文😀")
+ALPHABET = list("abc XY.!?。！？；…”’」』）】》\"')],，、：:\n龍中文😀")
 ALPHABET += ["Dr. ", "p.m. ", "e.g. ", "\n\n\n", "<|endoftext|>"]
 mixed = st.lists(st.sampled_from(ALPHABET), max_size=300).map("".join)
 any_text = st.one_of(texts(), mixed)
