@@ -31,7 +31,8 @@ def test_a_quoted_exclamation_followed_by_a_comma_ends_no_sentence():
     text = "叫一声“变！”，即变做三二百个小猴。他说：“走！”、“停！”：都行。好！！，然后……，完了！"
     assert sentences(text) == ["叫一声“变！”，即变做三二百个小猴。", "他说：“走！”、“停！”：都行。",
                                "好！！，然后……，完了！"]
-    doc = Document(text="悟空见他凶猛，拔一把毫毛，丢在口中嚼碎，望空中喷去，叫一声“变！”，即变做三二百个小猴，周围攒簇。" * 4)
+    line = "悟空见他凶猛，拔一把毫毛，丢在口中嚼碎，望空中喷去，叫一声“变！”，即变做三二百个小猴，周围攒簇。"
+    doc = Document(text=line * 4)
     nodes = SentenceSplitter(chunk_size=60, chunk_overlap=0).get_nodes_from_documents([doc])
     assert len(nodes) == 4 and not any(n.text.startswith(("，", "”")) for n in nodes), [n.text for n in nodes]
 
