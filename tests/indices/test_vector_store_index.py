@@ -137,3 +137,60 @@ def test_ref_doc_info_lists_documents_kept_only_in_the_vector_store(tmp_path):
     assert set(info["b"].node_ids) == stored and len(stored) >= 2
     index.delete_ref_doc("a")
     assert set(index.ref_doc_info) == {"b"}
+
+
+@pytest.mark.parametrize("store_nodes_override", [False, True])
+def test_delete_nodes_removes_nodes_inserted_without_a_document(tmp_path, store_nodes_override):
+    """LlamaIndex's ``VectorStoreIndex.delete_nodes``: a node added with ``insert_nodes`` has no
+    document to delete it by (``index.delete_nodes`` raised AttributeError)."""
+    from ragloom import load_index_from_storage
+    from ragloom.schema import TextNode
+
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path), create_if_missing=True)
+    index = VectorStoreIndex.from_documents(
+        [Document(text="Narwhals have one long tusk.", id_="whales")], storage_context=sc,
+        store_nodes_override=store_nodes_override)
+    index.insert_nodes([TextNode(text="Capybaras are the largest rodents.", id_="n-go"),
+                        TextNode(text="Tapirs browse leaves at night.", id_="n-stay")])
+
+    def texts(idx, query):
+        return [r.node.get_content() for r in idx.as_retriever(similarity_top_k=5).retrieve(query)]
+
+    assert "Capybaras are the largest rodents." in texts(index, "capybara rodents")
+    index.delete_nodes(["n-go", "no-such-node"], delete_from_docstore=True)
+    found = texts(index, "capybara rodents")
+    assert "Capybaras are the largest rodents." not in found
+    assert {"Tapirs browse leaves at night.", "Narwhals have one long tusk."} <= set(found)
+    assert "n-go" not in index.index_struct.nodes_dict.values()
+    index.storage_context.persist()
+    reloaded = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path)))
+    again = texts(reloaded, "capybara rodents")
+    assert "Capybaras are the largest rodents." not in again and "Tapirs browse leaves at night." in again
+
+
+def test_llamaindex_names_mock_embedding_and_simple_node_parser(tmp_path):
+    """Names LlamaIndex scripts import: ``MockEmbedding(embed_dim=...)`` (a constant vector of 0.5s,
+    rebuilt from the index's record on load) and ``SimpleNodeParser`` (the older name of
+    ``SentenceSplitter``)."""
+    import numpy as np
+
+    from ragloom import load_index_from_storage
+    from ragloom.embeddings import MockEmbedding
+    from ragloom.node_parser import SentenceSplitter, SimpleNodeParser
+
+    assert SimpleNodeParser is SentenceSplitter
+    parser = SimpleNodeParser.from_defaults(chunk_size=64, chunk_overlap=0)
+    model = MockEmbedding(embed_dim=8)
+    assert np.allclose(model.get_text_embedding("anything"), [0.5] * 8)
+    assert np.allclose(model.get_query_embedding("else"), [0.5] * 8)
+    with pytest.raises(ValueError, match="embed_dim"):
+        MockEmbedding(embed_dim=0)
+    sc = StorageContext.from_defaults(persist_dir=str(tmp_path), create_if_missing=True)
+    docs = [Document(text="Narwhals have one long tusk.", id_="n"), Document(text="Capybaras are rodents.", id_="c")]
+    index = VectorStoreIndex.from_documents(docs, embed_model=model, storage_context=sc, transformations=[parser])
+    top = index.as_retriever(similarity_top_k=1).retrieve("capybaras")  # hybrid: the keywords decide
+    assert top[0].node.ref_doc_id == "c"
+    sc.persist()
+    again = load_index_from_storage(StorageContext.from_defaults(persist_dir=str(tmp_path)))
+    assert isinstance(again.embed_model, MockEmbedding) and again.embed_model.embed_dim == 8
+    assert again.as_retriever(similarity_top_k=1).retrieve("narwhals")[0].node.ref_doc_id == "n"

@@ -11,12 +11,14 @@ from ragloom.embeddings.huggingface import (
     DEFAULT_MAX_TEXT_TOKENS,
     HuggingFaceEmbedding,
 )
+from ragloom.embeddings.mock import MockEmbedding
 
 __all__ = [
     "BaseEmbedding",
     "EmbeddingCache",
     "check_embed_model",
     "HuggingFaceEmbedding",
+    "MockEmbedding",
     "DEFAULT_HF_MODEL",
     "DEFAULT_MAX_TEXT_TOKENS",
     "default_embed_model",
@@ -158,6 +160,8 @@ def embed_model_from_identity(identity: Dict[str, Any]) -> BaseEmbedding:
     cls = identity.get("class_name")
     if not identity or cls is None:  # written before models were recorded: fp32 vectors
         return HuggingFaceEmbedding()
+    if cls == "MockEmbedding":
+        return MockEmbedding(embed_dim=int(identity.get("embed_dim") or identity.get("dimension") or 1))
     if cls == "HuggingFaceEmbedding":
         name = str(identity.get("model_name") or DEFAULT_HF_MODEL)
         # the record holds the prefixes in use; None there means none (not "the model's own prompts",

@@ -318,6 +318,34 @@ class VectorStoreIndex:
             self.docstore.delete_ref_doc(ref_doc_id, raise_error=False)
             self.docstore.delete_document(ref_doc_id, raise_error=False)
 
+    def delete_nodes(self, node_ids: List[str], delete_from_docstore: bool = False, **delete_kwargs: Any) -> None:
+        """Remove the nodes ``node_ids`` from the vector store (LlamaIndex's ``delete_nodes``), and
+        their records from the docstore too with ``delete_from_docstore``.  Ids not stored are ignored;
+        ``delete_kwargs`` go to the vector store's ``delete_nodes``.
+
+        A document some of whose nodes are removed keeps its fingerprint: :meth:`refresh_ref_docs`
+        still finds it unchanged (rebuild it with :meth:`update_ref_doc`, or remove it whole with
+        :meth:`delete_ref_doc`).
+
+        Raises:
+            NotImplementedError: the vector store cannot delete nodes by id.
+        """
+        ids = list(dict.fromkeys(node_ids))
+        if not ids:
+            return
+        wanted = set(ids)
+        mapped = {vid: nid for vid, nid in self._index_struct.nodes_dict.items() if nid in wanted}
+        targets = list(mapped) + [i for i in ids if i not in set(mapped.values())]
+        with self._transaction():
+            self.vector_store.delete_nodes(targets, **delete_kwargs)
+            if mapped:
+                for vid in mapped:
+                    self._index_struct.delete(vid)
+                self._storage_context.index_store.add_index_struct(self._index_struct)
+            if delete_from_docstore:
+                for node_id in ids:
+                    self.docstore.delete_document(node_id, raise_error=False)
+
     def update_ref_doc(self, document: Document, **kwargs: Any) -> None:
         """Replace the nodes of ``document`` (same ``id_``) with freshly split and embedded ones.
 

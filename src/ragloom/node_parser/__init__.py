@@ -7,11 +7,15 @@ from ragloom.node_parser.interface import (
 )
 from ragloom.node_parser.text import SentenceSplitter, TokenTextSplitter, pack_spans
 
+#: LlamaIndex's older name of :class:`SentenceSplitter` (``SimpleNodeParser.from_defaults(chunk_size=...)``)
+SimpleNodeParser = SentenceSplitter
+
 __all__ = [
     "NodeParser",
     "TextSplitter",
     "MetadataAwareTextSplitter",
     "SentenceSplitter",
+    "SimpleNodeParser",
     "TokenTextSplitter",
     "pack_spans",
 ]
