@@ -227,3 +227,12 @@ def test_bulk_add_100k_384d(tmp_path: Path) -> None:
     db = SQLiteDatabase(tmp_path / "ragloom.sqlite")
     bulk_add_check(SQLiteVectorStore(db))
     db.close()
+
+
+def test_a_path_instead_of_a_database_is_a_clear_type_error(tmp_path) -> None:
+    """``SQLiteVectorStore("v.sqlite")`` failed later with "'str' object has no attribute 'transaction'"."""
+    from ragloom.vector_stores.sqlite import SQLiteVectorStore
+
+    with pytest.raises(TypeError, match=r"database must be a SQLiteDatabase, got str .*from_persist_path"):
+        SQLiteVectorStore(str(tmp_path / "v.sqlite"))  # type: ignore[arg-type]
+    assert not (tmp_path / "v.sqlite").exists()

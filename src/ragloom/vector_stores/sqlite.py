@@ -116,6 +116,7 @@ class SQLiteVectorStore(BasePydanticVectorStore):
     Raises:
         ValueError: ``collection`` is not 1–64 characters of ``[A-Za-z0-9_]``, or ``ann_threshold``
             is negative.
+        TypeError: ``database`` is not a :class:`SQLiteDatabase` (a path: see :meth:`from_persist_path`).
     """
 
     stores_text: bool = True
@@ -125,6 +126,12 @@ class SQLiteVectorStore(BasePydanticVectorStore):
 
     def __init__(self, database: Optional[SQLiteDatabase] = None, collection: str = "default",
                  memory_search: bool = False, ann: bool = True, ann_threshold: int = ANN_MIN_NODES) -> None:
+        if database is not None and not isinstance(database, SQLiteDatabase):
+            raise TypeError(
+                f"database must be a SQLiteDatabase, got {type(database).__name__} {database!r}: open an existing "
+                "file with SQLiteVectorStore.from_persist_path(path) or from_persist_dir(dir), or start one with "
+                "StorageContext.from_defaults(persist_dir=dir, create_if_missing=True)"
+            )
         if not _NAME_RE.match(collection):
             raise ValueError(f"collection name must match [A-Za-z0-9_]{{1,64}}, got {collection!r}")
         if not isinstance(ann_threshold, int) or isinstance(ann_threshold, bool) or ann_threshold < 0:
