@@ -112,9 +112,17 @@ def assert_user_error(r: httpx.Response, status: Any, field: Optional[str]) -> D
     assert 400 <= r.status_code < 500
     assert r.headers["content-type"].startswith("application/json"), r.headers
     body = r.json()
-    assert isinstance(body.get("error"), str) and body["error"], body
+    if r.request.url.path.startswith("/v1/"):  # OpenAI's shape, which its client libraries read
+        error = body.get("error")
+        assert isinstance(error, dict) and set(error) == {"message", "type", "param", "code"}, body
+        assert error["type"] == "invalid_request_error" and error["code"] == (
+            "invalid_api_key" if r.status_code == 401 else None), body
+        message = error["message"]
+    else:
+        message = body.get("error")
+    assert isinstance(message, str) and message, body
     if field is not None:
-        assert field.lower() in body["error"].lower(), (field, body)
+        assert field.lower() in message.lower(), (field, body)
     assert "Traceback" not in r.text and 'File "' not in r.text
     return body
 
@@ -406,6 +414,11 @@ def test_bad_input_is_a_4xx_json_error_naming_the_field(server):
         assert c.get("/health").status_code == 200
         assert query(c, "FastAPI", k=1)["results"]
         assert c.get("/jobs").json()["jobs"] == []
+        # the OpenAI-compatible route answers in OpenAI's error shape, the field in "param" (chat
+        # front-ends showed a generic failure for ragloom's {"error": "..."})
+        err = c.post("/v1/chat/completions", json={"messages": []}).json()["error"]
+        assert err["param"] == "messages" and err["message"].startswith("messages:"), err
+        assert c.post("/v1/nowhere").json()["error"]["type"] == "invalid_request_error"
     assert not (server.index_dir / "uploads").exists()  # a refused upload stores nothing
     assert "Traceback" not in server.log_text(), server.log_text()[-3000:]
 

@@ -133,7 +133,19 @@ class IngestRequest(_Strict):
     full: bool = False
 
 
-def _error(status: int, message: str, detail: Any = None) -> JSONResponse:
+#: the OpenAI-compatible routes, whose errors take OpenAI's shape (what its client libraries read)
+OPENAI_PREFIX = "/v1/"
+
+
+def _error(status: int, message: str, detail: Any = None, request: Optional[Request] = None) -> JSONResponse:
+    """``{"error": message, "detail": ...}``; below :data:`OPENAI_PREFIX`, OpenAI's
+    ``{"error": {"message", "type", "param", "code"}}`` (``param``: the field at fault, if known)."""
+    if request is not None and request.url.path.startswith(OPENAI_PREFIX):
+        param = detail[0].get("field") if isinstance(detail, list) and detail else None
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        code = "invalid_api_key" if status == 401 else None
+        return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": code}},
+                            status_code=status)
     body: Dict[str, Any] = {"error": message}
     if detail is not None:
         body["detail"] = detail
@@ -283,7 +295,7 @@ def authorize(request: Request) -> None:
 
 
 async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-    return _error(exc.status_code, str(exc.detail))
+    return _error(exc.status_code, str(exc.detail), request=request)
 
 
 async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -293,15 +305,15 @@ async def validation_error(request: Request, exc: RequestValidationError) -> JSO
         for e in exc.errors()
     ]
     first = problems[0] if problems else {"field": "", "message": "invalid request"}
-    return _error(422, f"{first['field'] or 'request'}: {first['message']}", problems)
+    return _error(422, f"{first['field'] or 'request'}: {first['message']}", problems, request=request)
 
 
 async def internal_error(request: Request, exc: Exception) -> JSONResponse:
     user = _user_error(exc)
     if user is not None:
-        return _error(*user)
+        return _error(*user, request=request)
     logger.exception("%s %s failed", request.method, request.url.path)
-    return _error(500, "internal error (see the server log)")
+    return _error(500, "internal error (see the server log)", request=request)
 
 
 public = APIRouter()
