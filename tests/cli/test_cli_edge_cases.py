@@ -118,6 +118,19 @@ def test_query_modes(tmp_path):
         assert out["results"][0]["file_path"].endswith("tea.txt")
 
 
+def test_a_chinese_query_by_meaning_alone_with_an_english_model_warns(tmp_path):
+    """``--mode dense`` with a Chinese query and the English-only bundled model returned unrelated
+    chunks with confident scores and no word of warning (hybrid searches such a query by its words)."""
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    out = _query(runner, idx, "孙悟空的师父是谁", "--mode", "dense")
+    assert [w["code"] for w in out["warnings"]] == ["english_only_model"] and out["results"]
+    res = runner.invoke(cli, ["query", "孙悟空的师父是谁", "--mode", "dense", "--index-dir", str(idx)])
+    assert res.exit_code == 0 and "warning: the embed model" in res.stderr and "reads English only" in res.stderr
+    for args in (("孙悟空的师父是谁", "--mode", "hybrid"), ("green tea", "--mode", "dense")):
+        assert _query(runner, idx, *args)["warnings"] == []
+
+
 def test_second_writer_is_refused_with_the_holders_pid(tmp_path):
     import subprocess
     import sys

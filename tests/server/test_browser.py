@@ -660,6 +660,14 @@ def test_chinese_interface(server, api, open_page):
     page.click("#tab-search")
     search(page, "孙悟空", 3)  # a good k again: the message goes
     expect(page.locator("#search-error")).to_be_hidden()
+    expect(page.locator("#search-warning")).to_be_hidden()
+    # by meaning alone, a Chinese query with the English-only model: the page says the scores are noise
+    page.select_option("#search-mode", "dense")
+    search(page, "孙悟空", 3)
+    expect(page.locator("#search-warning")).to_contain_text("嵌入模型只能理解英文")
+    page.select_option("#search-mode", "hybrid")
+    search(page, "孙悟空", 3)
+    expect(page.locator("#search-warning")).to_be_hidden()
 
     # the toggle switches to English, what is shown included
     page.click("#lang-toggle")

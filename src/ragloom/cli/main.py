@@ -267,6 +267,8 @@ def query_cmd(text: str, top_k: int, index_dir: Path, as_json: bool, max_chars: 
     except ValueError as exc:  # a mode this index's store cannot run
         raise click.ClickException(str(exc)) from None
     results = out["results"]
+    for warning in out.get("warnings") or []:
+        click.secho(f"warning: {warning['message']}", fg="yellow", err=True)
     if as_json:
         out["index_dir"] = str(index_dir)
         out["seconds"] = round(time.perf_counter() - t0, 3)  # with the start-up, as the user waited

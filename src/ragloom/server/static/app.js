@@ -51,6 +51,7 @@ const STRINGS = {
     compareTitle: 'Compare configurations', cfgParser: 'Parser', cfgSize: 'Chunk size', cfgOverlap: 'Overlap',
     cfgApply: 'Apply', applyHint: 'Choose a configuration and press Apply.', currentIndex: 'current index',
     summary: '{n} chunks, mean {mean} tokens, max {max} tokens', overBudget: ', {n} over budget',
+    warn_english_only_model: 'The embed model reads English only: the meaning scores of a Chinese query are noise. Use hybrid (it searches such a query by its words) or keyword mode.',
     notWhole: '{label} must be a whole number.', atLeast: '{label} must be at least {min}.',
     between: '{label} must be between {min} and {max}.', lessThan: '{label} must be less than {other} ({n}).',
   },
@@ -94,6 +95,7 @@ const STRINGS = {
     compareTitle: '比较配置', cfgParser: '解析器', cfgSize: '分块大小', cfgOverlap: '重叠',
     cfgApply: '应用', applyHint: '选择配置后点击“应用”。', currentIndex: '当前索引',
     summary: '{n} 个分块，平均 {mean} 词元，最多 {max} 词元', overBudget: '，{n} 个超出预算',
+    warn_english_only_model: '嵌入模型只能理解英文：中文查询的向量分数没有意义。请使用混合模式（会按词检索此类查询）或关键词模式。',
     notWhole: '{label}必须是整数。', atLeast: '{label}不能小于 {min}。',
     between: '{label}必须在 {min} 到 {max} 之间。', lessThan: '{label}必须小于{other}（{n}）。',
   },
@@ -555,6 +557,10 @@ function renderSearch() {
   const box = $('#search-results');
   const results = data.results || [];
   $('#search-meta').textContent = t('searchMeta', { n: results.length, s: fixed(data.seconds, 3), score: data.score || '' });
+  // warnings about the results (a code the page knows is shown in its language)
+  const warnings = (data.warnings || []).map((w) => (STRINGS.en[`warn_${w.code}`] ? t(`warn_${w.code}`) : w.message));
+  $('#search-warning').textContent = warnings.join(' ');
+  $('#search-warning').hidden = !warnings.length;
   box.replaceChildren(...results.map(resultCard));
   if (!results.length) box.append(el('p', { class: 'empty', text: t('noResults') }));
 }
