@@ -472,10 +472,15 @@ class IndexService:
             finally:
                 self.ingesting = False
 
-    def delete_document(self, doc_id: str) -> Dict[str, Any]:
+    def delete_document(self, doc_id: str, remove_file_below: Optional[Path] = None) -> Dict[str, Any]:
         """Remove source document ``doc_id`` and its nodes (one transaction).
 
-        Returns ``{"deleted": doc_id, "nodes": n}``.
+        ``remove_file_below``: a folder whose files the caller owns (the server's uploads); when the
+        document's file lies in it and no other document of the index comes from that file (the
+        records of a JSON Lines file are documents of their own), the file is deleted too, so that a
+        later ingestion of the folder does not bring the document back.
+
+        Returns ``{"deleted": doc_id, "nodes": n, "file_removed": bool}``.
 
         Raises:
             KeyError: no such document.
@@ -485,13 +490,28 @@ class IndexService:
         info = self.index.docstore.get_ref_doc_info(doc_id)
         if info is None:
             raise KeyError(doc_id)
+        removed = False
         with self._write_lock:
             lock = acquire_lock(self.index_dir, wait=True)
             try:
                 self.index.delete_ref_doc(doc_id, delete_from_docstore=True)
+                file_path = (info.metadata or {}).get("file_path")
+                if remove_file_below is not None and file_path:
+                    removed = self._remove_owned_file(Path(str(file_path)), Path(remove_file_below))
             finally:
                 lock.release()
-        return {"deleted": doc_id, "nodes": len(info.node_ids)}
+        return {"deleted": doc_id, "nodes": len(info.node_ids), "file_removed": removed}
+
+    def _remove_owned_file(self, file_path: Path, folder: Path) -> bool:
+        """Delete ``file_path`` when it lies in ``folder`` and no stored document comes from it."""
+        real = Path(os.path.realpath(file_path))
+        if Path(os.path.realpath(folder)) not in real.parents or not real.is_file():
+            return False
+        infos = self.index.docstore.get_all_ref_doc_info() or {}
+        if any(str(i.metadata.get("file_path")) == str(file_path) for i in infos.values() if i.metadata):
+            return False
+        real.unlink(missing_ok=True)
+        return True
 
     # -- documents and chunks -------------------------------------------------------------------
     def documents(self, offset: int = 0, limit: int = DOCUMENTS_PAGE, path: Optional[str] = None) -> Dict[str, Any]:

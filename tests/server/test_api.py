@@ -837,8 +837,9 @@ def test_uploads_are_indexed(writer):
     assert job["summary"]["documents"]["added"] == 3
     assert job["progress"]["files_total"] == job["progress"]["files_done"] == 4
     assert stats["documents"] == docs0 + 3
-    # stored inside INDEX_DIR/uploads, under its last name component only
-    assert sorted(p.name for p in uploads.iterdir()) == ["broken.pdf", "evil.txt", "narwhal-notes.md", "西游.txt"]
+    # stored inside INDEX_DIR/uploads, under its last name component only; the PDF that cannot be
+    # read is not kept
+    assert sorted(p.name for p in uploads.iterdir()) == ["evil.txt", "narwhal-notes.md", "西游.txt"]
     assert not (writer.index_dir.parent / "evil.txt").exists() and not (writer.work.parent / "evil.txt").exists()
     assert narwhal[0]["file_path"] == str((uploads / "narwhal-notes.md").resolve())
     assert pig[0]["file_path"] == str((uploads / "西游.txt").resolve()) and "猪八戒" in pig[0]["text"]
@@ -957,6 +958,37 @@ def test_upload_names_that_must_change_keep_their_type_and_stay_distinct(writer)
     for word, results in found.items():
         assert results and os.path.basename(results[0]["file_path"]) in stored, (word, results)
     assert types[os.path.basename(found["dugongs"][0]["file_path"])] == "text/markdown"
+
+
+def test_a_deleted_upload_does_not_come_back(writer):
+    """DELETE of an uploaded document left its file in the upload folder, so ingesting that folder
+    (or the page's re-index) brought it back; an upload skipped as binary stayed on disk too."""
+    uploads = writer.index_dir / "uploads"
+    records = (b'{"animal": "okapi", "note": "Okapis have striped legs."}\n'
+               b'{"animal": "quokka", "note": "Quokkas smile."}\n')
+    with writer.client() as c:
+        r = c.post("/ingest", files=[("files", ("gone-soon.md", b"# Pangolins\n\nPangolins roll into a ball.\n",
+                                                "text/markdown")),
+                                     ("files", ("animals.jsonl", records, "application/jsonl")),
+                                     ("files", ("blob.bin", bytes(range(256)) * 8, "application/octet-stream"))])
+        assert r.status_code == 202, r.text
+        job, _ = wait_job(c, r.json()["job_id"])
+        assert job["state"] == "done" and [os.path.basename(e["path"]) for e in job["errors"]] == ["blob.bin"], job
+        assert not (uploads / "blob.bin").exists() and (uploads / "gone-soon.md").exists()
+        doc = doc_id_of(c, "uploads/gone-soon.md")
+        r = c.delete(doc_url(doc))
+        assert r.status_code == 200 and r.json()["file_removed"] is True, r.text
+        assert not (uploads / "gone-soon.md").exists()
+        # a JSON Lines file holds one document per record: its file goes with the last of them
+        parts = sorted(d["id"] for d in documents(c, path="animals.jsonl")["documents"])
+        assert len(parts) == 2
+        assert c.delete(doc_url(parts[0])).json()["file_removed"] is False and (uploads / "animals.jsonl").exists()
+        assert c.delete(doc_url(parts[1])).json()["file_removed"] is True and not (uploads / "animals.jsonl").exists()
+        r = c.post("/ingest", json={"paths": [str(uploads)]})
+        assert r.status_code == 202, r.text
+        assert wait_job(c, r.json()["job_id"])[0]["state"] == "done"
+        assert query(c, "pangolins roll into a ball", k=3, mode="keyword")["results"] == []
+        assert query(c, "okapis striped legs", k=3, mode="keyword")["results"] == []
 
 
 def test_a_missing_model_package_is_a_missing_dependency(monkeypatch):

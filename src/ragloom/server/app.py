@@ -451,8 +451,10 @@ def chunks(doc_id: str, request: Request) -> Dict[str, Any]:
 
 @router.delete("/documents/{doc_id:path}")
 def delete_document(doc_id: str, request: Request) -> Dict[str, Any]:
-    """Remove a document and its nodes."""
-    return _state(request).service.delete_document(doc_id)
+    """Remove a document and its nodes; an uploaded file that no other document comes from is
+    deleted from the upload folder too."""
+    state = _state(request)
+    return state.service.delete_document(doc_id, remove_file_below=state.upload_dir)
 
 
 @router.post("/chunks/preview")
@@ -484,7 +486,8 @@ async def ingest(request: Request) -> Dict[str, Any]:
     state = _state(request)
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         saved = await _save_uploads(request, state.config, state.upload_dir)
-        return _queued(state.jobs.submit([str(p) for p in saved], display=[p.name for p in saved]))
+        return _queued(state.jobs.submit([str(p) for p in saved], display=[p.name for p in saved],
+                                         remove_skipped=True))
     try:
         body = IngestRequest.model_validate(await request.json())
     except json.JSONDecodeError as exc:

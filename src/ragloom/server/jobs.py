@@ -8,6 +8,7 @@ incremental and crash-safe); its progress is the engine's
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -46,16 +47,19 @@ class IngestJobs:
         self._thread = threading.Thread(target=self._work, name="ragloom-ingest", daemon=True)
         self._thread.start()
 
-    def submit(self, paths: List[str], full: bool = False, display: Optional[List[str]] = None) -> Dict[str, Any]:
+    def submit(self, paths: List[str], full: bool = False, display: Optional[List[str]] = None,
+               remove_skipped: bool = False) -> Dict[str, Any]:
         """Queue an ingestion of ``paths`` (files and folders; ``full`` re-embeds unchanged files).
-        ``display``: how the paths are shown in the job (default: the paths)."""
+        ``display``: how the paths are shown in the job (default: the paths).  ``remove_skipped``: the
+        files among ``paths`` that are skipped for good (binary, empty, unreadable …; not a transient
+        failure) are deleted after the job (uploads, which nothing else refers to)."""
         job_id = uuid.uuid4().hex[:16]
         job = {
             "id": job_id, "state": "queued", "paths": list(display or paths), "full": bool(full),
             "created_at": _now(), "started_at": None, "finished_at": None,
             "progress": {"files_total": 0, "files_done": 0, "nodes_embedded": 0, "nodes_written": 0,
                          "nodes_reused": 0, "batches": 0, "fraction": 0.0},
-            "errors": [], "summary": None, "error": None, "_paths": list(paths),
+            "errors": [], "summary": None, "error": None, "_paths": list(paths), "_remove_skipped": remove_skipped,
         }
         with self._lock:
             self._jobs[job_id] = job
@@ -128,9 +132,26 @@ class IngestJobs:
             with self._lock:
                 job["state"], job["error"], job["finished_at"] = "failed", "internal error (see the server log)", _now()
             return
+        if job["_remove_skipped"]:
+            _remove_skipped_files(job["_paths"], summary["skipped"])
         with self._lock:
             job["summary"] = summary
             job["errors"] = [{"path": e["path"], "reason": e["reason"]} for e in summary["skipped"]]
             job["progress"] = dict(job["progress"], fraction=1.0, files_done=job["progress"]["files_total"],
                                    nodes_written=summary["nodes_written"], nodes_reused=summary["nodes_reused"])
             job["state"], job["finished_at"] = "done", _now()
+
+
+def _remove_skipped_files(paths: List[str], skipped: List[Dict[str, Any]]) -> None:
+    """Delete the files among ``paths`` that a run skipped for good (``kind`` ``"file"``, not
+    transient): an upload that cannot be indexed is not kept."""
+    mine = {os.path.realpath(p) for p in paths}
+    for entry in skipped:
+        if entry.get("kind") != "file" or entry.get("transient"):
+            continue
+        real = os.path.realpath(entry["path"])
+        if real in mine:
+            try:
+                os.unlink(real)
+            except OSError as exc:
+                logger.warning("could not remove the skipped upload %s: %s", real, exc)
