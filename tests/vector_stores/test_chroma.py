@@ -48,6 +48,8 @@ CHROMA_UNSUPPORTED = {
     "gt_str": "Chroma orders numbers only ($gt on a string)",
     "text_match": "Chroma has no case-insensitive substring test on metadata",
     "nested_or_of_and": "contains a text_match filter",
+    "is_empty": "Chroma stores no null and no empty list",
+    "is_empty_missing_key": "Chroma stores no null and no empty list",
 }
 
 

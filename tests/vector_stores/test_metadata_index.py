@@ -49,7 +49,7 @@ def always_driven() -> Iterator[None]:
 
 def _leaf() -> Any:
     def build(key: str, op: str, data: Any) -> MetadataFilter:
-        if op in ("in", "nin"):
+        if op in ("in", "nin", "any", "all"):
             return MetadataFilter(key, data, op)
         if op == "text_match":
             return MetadataFilter(key, "x" if not isinstance(data[0], str) else data[0], op)

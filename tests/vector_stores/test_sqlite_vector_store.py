@@ -236,3 +236,16 @@ def test_a_path_instead_of_a_database_is_a_clear_type_error(tmp_path) -> None:
     with pytest.raises(TypeError, match=r"database must be a SQLiteDatabase, got str .*from_persist_path"):
         SQLiteVectorStore(str(tmp_path / "v.sqlite"))  # type: ignore[arg-type]
     assert not (tmp_path / "v.sqlite").exists()
+
+
+def test_any_all_is_empty_from_json_and_their_values_checked() -> None:
+    """LlamaIndex's ``any`` / ``all`` / ``is_empty`` operators, as the HTTP API's JSON gives them."""
+    from ragloom.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
+
+    got = MetadataFilters.from_dict({"filters": [{"key": "tags", "operator": "any", "value": ["a", "b"]},
+                                                 {"key": "opt", "operator": "is_empty"}]})
+    assert [(f.operator, f.value) for f in got.filters] == [(FilterOperator.ANY, ["a", "b"]),
+                                                            (FilterOperator.IS_EMPTY, None)]
+    for bad in ("a", [], None):
+        with pytest.raises(ValueError, match="non-empty list"):
+            MetadataFilter("tags", bad, "all")

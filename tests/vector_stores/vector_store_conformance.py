@@ -127,6 +127,12 @@ FILTER_CASES: List[Tuple[str, MetadataFilters, Callable[[Dict[str, Any]], bool]]
     ("nin", FS([F("color", ["red", "blue"], FilterOperator.NIN)]), lambda m: m["color"] not in ("red", "blue")),
     ("nin_missing_key", FS([F("opt", [0, 4], "nin")]), lambda m: "opt" in m and m["opt"] not in (0, 4)),
     ("contains_list", FS([F("tags", "beta", FilterOperator.CONTAINS)]), lambda m: "beta" in m["tags"]),
+    # LlamaIndex's any / all / is_empty (a scalar value is no list: any / all never match it)
+    ("any_list", FS([F("tags", ["beta", "zeta"], FilterOperator.ANY)]), lambda m: "beta" in m["tags"]),
+    ("all_list", FS([F("tags", ["alpha", "beta"], "all")]), lambda m: {"alpha", "beta"} <= set(m["tags"])),
+    ("any_scalar", FS([F("color", ["red"], "any")]), lambda m: False),
+    ("is_empty", FS([F("tags", None, FilterOperator.IS_EMPTY)]), lambda m: not m["tags"]),
+    ("is_empty_missing_key", FS([F("opt", None, "is_empty")]), lambda m: "opt" not in m),
     ("text_match", FS([F("title", "long", FilterOperator.TEXT_MATCH)]), lambda m: "long" in m["title"].lower()),
     ("missing_key", FS([F("nope", 1)]), lambda m: False),
     (

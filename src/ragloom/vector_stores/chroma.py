@@ -168,6 +168,14 @@ def _compile_one(f: MetadataFilter) -> _Where:
             f"Chroma cannot evaluate text_match (case-insensitive substring) on metadata field {key!r}; "
             "use == / in on exact values, or a store that supports it (SQLiteVectorStore)"
         )
+    if op in (FilterOperator.ANY, FilterOperator.ALL):  # a list holds one of / all of the values
+        parts: List[_Where] = [{key: {"$contains": check_filter_scalar(f, v)}} for v in f.value]
+        return _combine(parts, FilterCondition.OR if op == FilterOperator.ANY else FilterCondition.AND)
+    if op == FilterOperator.IS_EMPTY:
+        raise UnsupportedFilterError(
+            f"Chroma cannot evaluate is_empty on metadata field {key!r} (it stores no null and no empty list); "
+            "use a store that supports it (SQLiteVectorStore)"
+        )
     raise ValueError(f"unsupported filter operator {op!r}")
 
 

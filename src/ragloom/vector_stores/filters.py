@@ -8,6 +8,7 @@ the same nodes.
 from __future__ import annotations
 
 import json
+import operator
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from ragloom.vector_stores.types import (
@@ -117,6 +118,19 @@ def _compile_one(f: MetadataFilter, column: str, params: List[Any]) -> str:
             raise ValueError(f"metadata filter {f.key!r} text_match: value must be a string, got {f.value!r}")
         params.extend([path, path, f.value.casefold()])
         return f"(json_type({column}, ?) = 'text' AND instr(ragloom_casefold({value_expr}), ?) > 0)"
+    if op in (FilterOperator.ANY, FilterOperator.ALL):
+        values = json.dumps([check_filter_scalar(f, v) for v in f.value])
+        held = f"(SELECT value FROM json_each({column}, ?))"
+        if op == FilterOperator.ANY:
+            test = f"EXISTS (SELECT 1 FROM json_each(?) AS w WHERE w.value IN {held})"
+        else:
+            test = f"NOT EXISTS (SELECT 1 FROM json_each(?) AS w WHERE w.value NOT IN {held})"
+        params.extend([path, values, path])
+        return f"(json_type({column}, ?) = 'array' AND {test})"
+    if op == FilterOperator.IS_EMPTY:
+        params.extend([path, path, path])
+        return (f"(coalesce(json_type({column}, ?), 'null') = 'null' OR "
+                f"(json_type({column}, ?) = 'array' AND json_array_length({column}, ?) = 0))")
     raise ValueError(f"unsupported filter operator {op!r}")
 
 
@@ -138,8 +152,14 @@ def _eq(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+_ORDER = {FilterOperator.GT: operator.gt, FilterOperator.LT: operator.lt, FilterOperator.GTE: operator.ge,
+          FilterOperator.LTE: operator.le}
+
+
 def _match_one(metadata: Mapping[str, Any], f: MetadataFilter) -> bool:
     op = FilterOperator(f.operator)
+    if op == FilterOperator.IS_EMPTY:
+        return metadata.get(f.key) is None or metadata.get(f.key) == []
     if f.key not in metadata or metadata[f.key] is None:
         return False
     mv = metadata[f.key]
@@ -147,16 +167,10 @@ def _match_one(metadata: Mapping[str, Any], f: MetadataFilter) -> bool:
         if isinstance(mv, (list, dict)):
             return op == FilterOperator.NE
         return _eq(mv, f.value) == (op == FilterOperator.EQ)
-    if op in (FilterOperator.GT, FilterOperator.LT, FilterOperator.GTE, FilterOperator.LTE):
+    if op in _ORDER:
         if isinstance(mv, (list, dict)) or isinstance(mv, str) != isinstance(f.value, str):
             return False
-        if op == FilterOperator.GT:
-            return bool(mv > f.value)
-        if op == FilterOperator.LT:
-            return bool(mv < f.value)
-        if op == FilterOperator.GTE:
-            return bool(mv >= f.value)
-        return bool(mv <= f.value)
+        return bool(_ORDER[op](mv, f.value))
     if op == FilterOperator.IN:
         return not isinstance(mv, (list, dict)) and any(_eq(mv, v) for v in f.value)
     if op == FilterOperator.NIN:
@@ -169,4 +183,9 @@ def _match_one(metadata: Mapping[str, Any], f: MetadataFilter) -> bool:
         return False
     if op == FilterOperator.TEXT_MATCH:
         return isinstance(mv, str) and f.value.casefold() in mv.casefold()
+    if op in (FilterOperator.ANY, FilterOperator.ALL):
+        if not isinstance(mv, list):
+            return False
+        found = (any(_eq(x, v) for x in mv) for v in f.value)
+        return any(found) if op == FilterOperator.ANY else all(found)
     raise ValueError(f"unsupported filter operator {op!r}")

@@ -162,6 +162,15 @@ def _one(f: MetadataFilter) -> str:
             f"Milvus 2.3 cannot evaluate text_match (case-insensitive substring) on metadata field {f.key!r}: "
             "its 'like' matches prefixes only; use == / in on exact values, or SQLiteVectorStore"
         )
+    if op in (FilterOperator.ANY, FilterOperator.ALL):  # a list holds one of / all of the values
+        values = [check_filter_scalar(f, v) for v in f.value]
+        name = "json_contains_any" if op == FilterOperator.ANY else "json_contains_all"
+        return f"{name}({path}, {_list(values)})"
+    if op == FilterOperator.IS_EMPTY:
+        raise UnsupportedFilterError(
+            f"Milvus 2.3 cannot evaluate is_empty on metadata field {f.key!r} (no test for a JSON null or an "
+            "empty list); use SQLiteVectorStore"
+        )
     raise ValueError(f"unsupported filter operator {op!r}")
 
 

@@ -47,6 +47,12 @@ class FilterOperator(str, Enum):
     NIN = "nin"
     TEXT_MATCH = "text_match"
     CONTAINS = "contains"
+    #: a list value holds at least one of the filter's values (a value that is not a list: never)
+    ANY = "any"
+    #: a list value holds every one of the filter's values (a value that is not a list: never)
+    ALL = "all"
+    #: the key is missing, ``None`` or an empty list (the filter's value is ignored)
+    IS_EMPTY = "is_empty"
 
 
 class FilterCondition(str, Enum):
@@ -69,6 +75,10 @@ class MetadataFilter:
         self.operator = FilterOperator(self.operator)
         if self.operator in (FilterOperator.IN, FilterOperator.NIN) and not isinstance(self.value, (list, tuple, set)):
             raise ValueError(f"filter {self.key!r} {self.operator.value}: value must be a list, got {self.value!r}")
+        if self.operator in (FilterOperator.ANY, FilterOperator.ALL) and (
+                not isinstance(self.value, (list, tuple, set)) or not self.value):
+            raise ValueError(
+                f"filter {self.key!r} {self.operator.value}: value must be a non-empty list, got {self.value!r}")
 
 
 #: LlamaIndex's legacy name for an equality filter.
@@ -108,6 +118,8 @@ class MetadataFilters:
             if isinstance(item, dict) and "filters" in item:
                 items.append(cls.from_dict(item))
                 continue
+            if isinstance(item, dict) and item.get("operator") == FilterOperator.IS_EMPTY.value:
+                item = {"value": None, **item}  # is_empty takes no value
             if not isinstance(item, dict) or not isinstance(item.get("key"), str) or "value" not in item:
                 raise ValueError(f'each filter must be {{"key": str, "value": ..., "operator": str}}, got {item!r}')
             unknown = set(item) - {"key", "value", "operator"}
