@@ -65,7 +65,7 @@ QUERIES = [
     ("静态文件", "hybrid"),
     ("class Stack push pop", "dense"),
 ]
-QUERY_KEYS = {"query", "mode", "score", "results", "seconds"}
+QUERY_KEYS = {"query", "mode", "score", "results", "seconds", "warnings"}
 RESULT_KEYS = {"rank", "score", "source", "file_path", "location", "page_label", "start_char_idx", "end_char_idx",
                "node_id", "ref_doc_id", "text"}
 ASK_KEYS = {"question", "answer", "sources", "llm", "toy", "note", "response_mode", "mode", "seconds"}
@@ -190,6 +190,11 @@ class _Client:
     def _check_query(b, text, mode, k):
         assert set(b) == QUERY_KEYS, sorted(b)
         assert b["query"] == text and b["mode"] == mode and isinstance(b["seconds"], float)
+        from ragloom.analysis import is_mostly_cjk
+
+        # the bundled model reads English only: a Chinese query by meaning alone is told so
+        want = ["english_only_model"] if mode == "dense" and is_mostly_cjk(text) else []
+        assert [w["code"] for w in b["warnings"]] == want, (mode, text, b["warnings"])
         _check_results(b["results"], k, f"{mode} {text!r}")
         if mode == "dense":  # dense always fills k from an index of more than k nodes (hybrid is keyword
             # only for a mostly-Chinese query with the English-only model, so it may find fewer)
