@@ -111,7 +111,7 @@ def test_delete_document(service, tmp_path):
     doc_id = str((folder / "egret.md").resolve())
     before = service.stats()
     nodes = len(service.chunks(doc_id)["chunks"])
-    assert service.delete_document(doc_id) == {"deleted": doc_id, "nodes": nodes}
+    assert service.delete_document(doc_id) == {"deleted": doc_id, "nodes": nodes, "file_removed": False}
     after = service.stats()
     assert (after["documents"], after["nodes"]) == (before["documents"] - 1, before["nodes"] - nodes)
     with pytest.raises(KeyError):
