@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Iterator
 
-__all__ = ["available_cpus", "worker_process_start"]
+__all__ = ["available_cpus", "children_ignore_sigint", "worker_process_start"]
 
 
 def available_cpus() -> int:
@@ -18,6 +20,29 @@ def available_cpus() -> int:
 
 #: how often a worker process checks that the process that started it is still there (seconds)
 PARENT_CHECK_SECONDS = 0.5
+
+
+@contextlib.contextmanager
+def children_ignore_sigint() -> Iterator[None]:
+    """Start worker processes inside this block so that they ignore Ctrl-C from birth.
+
+    :func:`worker_process_start` runs only after a spawned worker has imported ragloom (about a
+    second); a Ctrl-C in that time killed the workers with a ``KeyboardInterrupt`` traceback each and
+    left the pool broken, and its shutdown hung.  A disposition of ``SIG_IGN`` is inherited across
+    ``fork`` and ``exec``, and Python then installs no ``KeyboardInterrupt`` handler, so SIGINT is
+    ignored here (main thread only: elsewhere Python delivers no signal anyway) while the block
+    starts processes, and restored after it; a Ctrl-C in those milliseconds is lost."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def worker_process_start() -> None:

@@ -2,13 +2,54 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import click
 
 logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def interrupts_remembered() -> Iterator[Callable[[Any], None]]:
+    """Within the block, Ctrl-C (SIGINT) raises ``KeyboardInterrupt`` as usual and is also
+    remembered; the callback yielded raises it again when called after that.  CPython drops an
+    exception raised while a finalizer (``__del__``) runs: a Ctrl-C that landed in one (a
+    ``ZipFile`` being collected, say) was ignored and the run went on to its end.  Passed as
+    ``index_paths(on_progress=...)``, the callback stops the run at the next file or batch.  Outside
+    the main thread, where no signal arrives, nothing is installed.  The traceback CPython prints for
+    the dropped exception ("Exception ignored in ...") is not shown (``sys.unraisablehook``)."""
+    import signal
+    import threading
+
+    seen = threading.Event()
+
+    def check(_progress: Any = None) -> None:
+        if seen.is_set():
+            raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield check
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        seen.set()
+        raise KeyboardInterrupt
+
+    def unraisable(info: Any) -> None:  # the dropped interrupt's "Exception ignored in ..." traceback
+        if not isinstance(info.exc_value, KeyboardInterrupt):
+            previous_hook(info)
+
+    previous, previous_hook = signal.signal(signal.SIGINT, handler), sys.unraisablehook
+    sys.unraisablehook = unraisable
+    try:
+        yield check
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
 
 
 def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] = None,
@@ -39,14 +80,15 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
                    "waiting for it to finish (--wait)", err=True)
 
     try:
-        summary = index_paths(
-            paths, index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, required_exts=required_exts,
-            exclude=exclude, recursive=recursive, full=full, embed_model=embed_model,
-            show_progress=show_progress, include_hidden=include_hidden, files_per_batch=files_per_batch,
-            wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, read_timeout=read_timeout,
-            keep_junk=keep_junk,
-            **distribution,
-        )
+        with interrupts_remembered() as check:
+            summary = index_paths(
+                paths, index_dir, chunk_size=chunk_size, chunk_overlap=chunk_overlap, required_exts=required_exts,
+                exclude=exclude, recursive=recursive, full=full, embed_model=embed_model,
+                show_progress=show_progress, include_hidden=include_hidden, files_per_batch=files_per_batch,
+                wait=wait, on_wait=told, parser=parser, max_file_size=max_file_size, read_timeout=read_timeout,
+                keep_junk=keep_junk, on_progress=check,
+                **distribution,
+            )
     except (MissingDependencyError, ConnectionError) as exc:
         raise click.ClickException(str(exc)) from None
     except IndexLockedError as exc:

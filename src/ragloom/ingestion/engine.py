@@ -767,9 +767,12 @@ class IngestionEngine:
                     collect.extend(nodes)
                 if progress_callback is not None:
                     progress_callback("committed", nodes)
-        finally:
+        except BaseException:  # an error or Ctrl-C: the workers' queued parts are not waited for
             if own_pool is not None:
-                own_pool.close()
+                own_pool.close(cancel=True)
+            raise
+        if own_pool is not None:
+            own_pool.close()
         return self._finish(run, delete_absent, delete_scope, raise_on_error)
 
     def _run_batch(

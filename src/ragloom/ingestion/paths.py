@@ -721,9 +721,12 @@ def _index_locked(paths: List[Path], index_dir: Path, chunk_size: Optional[int],
                                              progress_callback=feed.on_event, store_doc_text=False, pool=pool,
                                              # the documents are read here and dropped after their batch
                                              compact_embeddings=True)
-            finally:
+            except BaseException:  # an error or Ctrl-C: the workers' queued parts are not waited for
                 if pool is not None:
-                    pool.close()
+                    pool.close(cancel=True)
+                raise
+            if pool is not None:
+                pool.close()
     finally:
         feed.close()
     skipped = feed.progress.skipped

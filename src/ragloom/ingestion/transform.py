@@ -24,6 +24,7 @@ progress and count computed vs cached vectors.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import pickle
@@ -33,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from ragloom._system import worker_process_start
+from ragloom._system import children_ignore_sigint, worker_process_start
 from ragloom.ingestion.cache import IngestionCache, node_transform_key, transformation_digest
 from ragloom.schema import BaseNode, TransformComponent
 
@@ -177,17 +178,22 @@ class SplitPool:
         outputs (:func:`_raw_call`) of ``transform`` over it."""
         blob = self._blob(transform)
         assert blob is not None
-        if self._executor is None:
+        starting = self._executor is None
+        if starting:
             import multiprocessing
 
             self._executor = ProcessPoolExecutor(max_workers=self.num_workers,
                                                  mp_context=multiprocessing.get_context("spawn"),
                                                  initializer=worker_process_start)
+        executor = self._executor
+        assert executor is not None
         parts = _balanced_parts(nodes, 2 * self.num_workers)
         logger.debug("%s: %d nodes in %d parts on %d worker processes", type(transform).__name__, len(nodes),
                      len(parts), self.num_workers)
-        futures = [self._executor.submit(_pooled_call, blob[0], blob[1], part, {**kw, "show_progress": False})
-                   for part in parts]
+        # a spawn pool starts its processes as parts are submitted: the first parts start them all
+        with children_ignore_sigint() if starting else contextlib.nullcontext():
+            futures = [executor.submit(_pooled_call, blob[0], blob[1], part, {**kw, "show_progress": False})
+                       for part in parts]
         from ragloom.node_parser.interface import log_metadata_warnings
 
         out: List[Tuple[List[BaseNode], List[BaseNode]]] = []
@@ -208,11 +214,18 @@ class SplitPool:
                 self._logged.add(key)
                 logging.getLogger(name).log(level, "%s", message)
 
-    def close(self) -> None:
-        """Stop the worker processes (a pool that never started has none)."""
-        if self._executor is not None:
-            self._executor.shutdown()
-            self._executor = None
+    def close(self, cancel: bool = False) -> None:
+        """Stop the worker processes (a pool that never started has none).  ``cancel``: the run is
+        being abandoned (an error, Ctrl-C): parts not started are dropped and nothing is waited for
+        (a part still running ends in its worker; a broken pool, whose workers died, made a waiting
+        shutdown hang)."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        if cancel:
+            executor.shutdown(wait=False, cancel_futures=True)
+        else:
+            executor.shutdown()
 
 
 def _balanced_parts(nodes: List[BaseNode], parts: int) -> List[List[BaseNode]]:
