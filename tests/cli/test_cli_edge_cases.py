@@ -529,3 +529,29 @@ def test_an_emptied_mount_point_keeps_its_documents(tmp_path):
     assert res.exit_code == 0, res.output
     s = _index(runner, [share], idx)
     assert s["documents"]["in_index"] == 0, s
+
+
+def test_an_index_the_user_cannot_write_is_a_one_line_error(tmp_path, without_dac_override):
+    """Another user's index (or a read-only share): `query` printed apsw's ReadOnlyError traceback
+    (SQLite reads a WAL database through its -shm file, which it must be able to write), and
+    `remove` / `optimize` printed a PermissionError traceback from the lock file."""
+    import subprocess
+    import sys
+
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    _index(runner, [docs], idx)
+    modes = {p: p.stat().st_mode for p in [idx, *idx.iterdir()]}
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    for p in modes:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        for args in (["query", "green tea"], ["remove", str(docs / "tea.txt")], ["optimize"]):
+            res = subprocess.run([*without_dac_override, sys.executable, "-m", "ragloom", *args, "--index-dir",
+                                  str(idx)], capture_output=True, text=True, env=env, timeout=300)
+            assert res.returncode == 1, (args, res.stdout, res.stderr[-4000:])
+            assert "Traceback" not in res.stderr and res.stderr.startswith("Error: cannot use "), (args, res.stderr)
+            assert len(res.stderr.strip().splitlines()) == 1 and "write access" in res.stderr, (args, res.stderr)
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    assert _query(runner, idx, "green tea")["results"]  # nothing was changed

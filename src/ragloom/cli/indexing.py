@@ -125,5 +125,7 @@ def open_service(index_dir: Path, **kwargs: Any) -> Any:
         return IndexService(index_dir, **kwargs)
     except (FileNotFoundError, ConnectionError) as exc:
         raise click.ClickException(str(exc)) from None
+    except PermissionError as exc:  # e.g. an index directory the user cannot write (SQLite's WAL)
+        raise click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise click.ClickException(f"{index_dir}: {exc}") from None  # (the library's message has the fix)

@@ -225,6 +225,9 @@ def optimize_cmd(index_dir: Path, as_json: bool, wait: bool) -> None:
         out = optimize_index(index_dir, wait=wait)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    except PermissionError as exc:  # the lock file or the database of an index the user cannot write
+        raise click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc} "
+                                   "(ragloom needs write access to the index directory)") from None
     except ValueError as exc:  # e.g. another program's SQLite file where the index should be
         raise click.ClickException(f"{index_dir}: {exc}") from None
     except IndexLockedError as exc:

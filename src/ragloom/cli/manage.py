@@ -94,6 +94,9 @@ def remove_cmd(paths: List[Path], index_dir: Path, dry_run: bool, wait: bool, as
         out = remove_paths(list(paths), index_dir, wait=wait, on_wait=_told(index_dir), dry_run=dry_run)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    except PermissionError as exc:  # the lock file or the database of an index the user cannot write
+        raise click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc} "
+                                   "(ragloom needs write access to the index directory)") from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
     except ValueError as exc:

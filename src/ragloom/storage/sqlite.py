@@ -16,6 +16,7 @@ of failing).
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import tempfile
@@ -171,10 +172,22 @@ class SQLiteDatabase:
             if conn is not None:
                 conn.close()
             raise ValueError(f"{self._path} is not a ragloom (SQLite) database: {exc}") from exc
+        except (apsw.ReadOnlyError, apsw.CantOpenError, apsw.PermissionsError) as exc:
+            # a WAL database is read through its -shm file, which SQLite must be able to create or write
+            if conn is not None:
+                conn.close()
+            raise self._read_only(exc) from exc
         except BaseException:
             if conn is not None:
                 conn.close()
             raise
+
+    def _read_only(self, exc: BaseException) -> PermissionError:
+        """The error for a database this process cannot write (another user's index, a read-only share)."""
+        return PermissionError(
+            errno.EACCES, f"cannot open the index read-write ({exc}); ragloom needs write access to the "
+            "index directory and its files, also to query (SQLite's write-ahead log); copy it somewhere writable",
+            self._path)
 
     # -- connection -------------------------------------------------------------------
     @staticmethod
@@ -270,14 +283,26 @@ class SQLiteDatabase:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator["SQLiteDatabase"]:
-        """Run the block atomically; nest freely (inner blocks are savepoints)."""
+        """Run the block atomically; nest freely (inner blocks are savepoints).
+
+        Raises:
+            PermissionError: the database cannot be written by this process (read-only files or folder).
+        """
         with self._lock:
             conn = self.connection
             if self._depth == 0:
-                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                except apsw.ReadOnlyError as exc:
+                    raise self._read_only(exc) from exc
                 self._depth = 1
                 try:
                     yield self
+                except apsw.ReadOnlyError as exc:  # a write in a database this process cannot write
+                    self._depth = 0
+                    if not conn.get_autocommit():
+                        conn.execute("ROLLBACK")
+                    raise self._read_only(exc) from exc
                 except BaseException:
                     self._depth = 0
                     if not conn.get_autocommit():
