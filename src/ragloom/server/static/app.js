@@ -232,6 +232,16 @@ function checkedInt(input, label, below, belowName) {
   throw new Error(message);
 }
 
+/** checkedInt with its error shown in `box`: the value (`fallback` for an empty input), or undefined. */
+function formInt(input, label, box, fallback) {
+  try {
+    return checkedInt(input, label) ?? fallback;
+  } catch (err) {
+    showError(box, err);
+    return undefined;
+  }
+}
+
 /** A score to four significant digits: BM25 scores of a small index can be about 1e-6 (SQLite
  * FTS5 floors the weight of a word found in most chunks), which four decimals show as 0.0000. */
 function scoreText(value) {
@@ -530,13 +540,8 @@ async function runSearch(event) {
   if (!text) return;
   const submit = $('#search-button');
   clearError($('#search-error'));
-  let k;
-  try {
-    k = checkedInt($('#search-k'), 'k') ?? 5;
-  } catch (err) {
-    showError($('#search-error'), err);
-    return;
-  }
+  const k = formInt($('#search-k'), 'k', $('#search-error'), 5);
+  if (k === undefined) return;
   setBusy(submit, true);
   try {
     state.search = await apiJson('query', {
@@ -653,13 +658,8 @@ async function runAsk(event) {
   const submit = $('#ask-button');
   const answer = $('#ask-answer');
   clearError($('#ask-error'));
-  let k;
-  try {
-    k = checkedInt($('#ask-k'), 'k') ?? 5;
-  } catch (err) {
-    showError($('#ask-error'), err);
-    return;
-  }
+  const k = formInt($('#ask-k'), 'k', $('#ask-error'), 5);
+  if (k === undefined) return;
   state.ask = null;
   state.asking = true;
   setBusy(submit, true);
