@@ -84,8 +84,17 @@ def _check_choice(value: Any, name: str, allowed: Sequence[str]) -> str:
 
 
 def _location(node: BaseNode) -> str:
+    """Where in its file a chunk lies: the archive member, e-mail attachment or e-book chapter it
+    comes from (a file of several documents), its page, and its character range."""
     md = node.metadata or {}
     parts = []
+    if md.get("archive_member"):
+        parts.append(f"member {md['archive_member']}")
+    if md.get("attachment_name"):
+        parts.append(f"attachment {md['attachment_name']}")
+    if md.get("chapter") is not None:
+        title = md.get("chapter_title")
+        parts.append(f"chapter {md['chapter']}" + (f" ({title})" if title else ""))
     if md.get("page_label") is not None:
         parts.append(f"page {md['page_label']}")
     if node.start_char_idx is not None and node.end_char_idx is not None:
@@ -96,9 +105,9 @@ def _location(node: BaseNode) -> str:
 def source_dict(rank: int, nws: Any) -> Dict[str, Any]:
     """One retrieved chunk (a ``NodeWithScore``) as ``ragloom query --json``, ``ragloom ask --json``
     and the HTTP API give it: ``rank``, ``score``, ``source`` (display path of its file),
-    ``file_path``, ``location`` (page / character range), ``page_label``, ``start_char_idx`` /
-    ``end_char_idx`` (offsets into the source document's text), ``node_id``, ``ref_doc_id``,
-    ``text``."""
+    ``file_path``, ``location`` (archive member, attachment or chapter, page, character range),
+    ``page_label``, ``start_char_idx`` / ``end_char_idx`` (offsets into the source document's text),
+    ``node_id``, ``ref_doc_id``, ``text``."""
     from ragloom.ingestion.paths import display_path
 
     node = nws.node

@@ -555,3 +555,19 @@ def test_an_index_the_user_cannot_write_is_a_one_line_error(tmp_path, without_da
         for p, mode in modes.items():
             p.chmod(mode)
     assert _query(runner, idx, "green tea")["results"]  # nothing was changed
+
+
+def test_a_hit_in_an_archive_member_says_which_member(tmp_path):
+    """`ragloom query` printed "corpus/simple.zip (chars 0-95)" for a hit in a zip member: the member
+    (like an e-mail attachment or an e-book chapter) is named in the location."""
+    import zipfile
+
+    runner, docs, idx = CliRunner(), _docs(tmp_path), tmp_path / "idx"
+    with zipfile.ZipFile(docs / "bundle.zip", "w") as z:
+        z.writestr("notes/walrus.txt", "Walruses haul out on the sea ice in large groups.")
+        z.writestr("notes/narwhal.txt", "Narwhals have one long spiral tusk.")
+    _index(runner, [docs], idx)
+    hit = _query(runner, idx, "narwhal spiral tusk", "--mode", "keyword")["results"][0]
+    assert hit["source"].endswith("bundle.zip") and hit["location"].startswith("member notes/narwhal.txt, chars ")
+    res = runner.invoke(cli, ["query", "walrus sea ice", "--mode", "keyword", "--index-dir", str(idx)])
+    assert "bundle.zip  (member notes/walrus.txt, chars" in res.stdout, res.stdout
