@@ -593,8 +593,7 @@ class _Scope:
                 emptied.add(folder)
         if emptied:
             folder = min(emptied)
-            held = sum(1 for f in self._paths.values() if f.startswith(folder + "/"))
-            raise EmptiedFolderError(display_path(folder), held)
+            raise EmptiedFolderError(display_path(folder), self.holds_from(Path(folder)))
 
     def _covers(self, path: str) -> bool:
         """Whether the document of the file ``path`` is in scope: a file given, or below a folder given."""
