@@ -112,6 +112,13 @@ def run_index(paths: Sequence[Path], index_dir: Path, chunk_size: Optional[int] 
     return summary.to_dict()
 
 
+def no_write_access(exc: PermissionError, index_dir: Path) -> click.ClickException:
+    """The one-line error of a command that writes an index this user cannot write (its lock file or
+    database)."""
+    return click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc} "
+                                "(ragloom needs write access to the index directory)")
+
+
 def open_service(index_dir: Path, **kwargs: Any) -> Any:
     """:class:`ragloom.service.IndexService` on an existing index, its errors as one-line CLI messages.
 

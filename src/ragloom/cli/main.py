@@ -218,6 +218,7 @@ def optimize_cmd(index_dir: Path, as_json: bool, wait: bool) -> None:
     more than 5% of the nodes changed; queries stay exact in between (changed nodes are scored
     exactly). Use this after writing through the Python API, or to rebuild at once.
     """
+    from ragloom.cli.indexing import no_write_access
     from ragloom.errors import IndexLockedError
     from ragloom.ingestion.paths import optimize_index
 
@@ -226,8 +227,7 @@ def optimize_cmd(index_dir: Path, as_json: bool, wait: bool) -> None:
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     except PermissionError as exc:  # the lock file or the database of an index the user cannot write
-        raise click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc} "
-                                   "(ragloom needs write access to the index directory)") from None
+        raise no_write_access(exc, index_dir) from None
     except ValueError as exc:  # e.g. another program's SQLite file where the index should be
         raise click.ClickException(f"{index_dir}: {exc}") from None
     except IndexLockedError as exc:

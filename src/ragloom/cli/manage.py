@@ -87,6 +87,7 @@ def remove_cmd(paths: List[Path], index_dir: Path, dry_run: bool, wait: bool, as
     PATH need not exist any more. The files are not touched; 'ragloom index' on a folder holding
     them adds them again (use its --exclude to keep them out).
     """
+    from ragloom.cli.indexing import no_write_access
     from ragloom.errors import IndexLockedError
     from ragloom.ingestion.manage import remove_paths
 
@@ -95,8 +96,7 @@ def remove_cmd(paths: List[Path], index_dir: Path, dry_run: bool, wait: bool, as
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     except PermissionError as exc:  # the lock file or the database of an index the user cannot write
-        raise click.ClickException(f"cannot use {exc.filename or index_dir}: {exc.strerror or exc} "
-                                   "(ragloom needs write access to the index directory)") from None
+        raise no_write_access(exc, index_dir) from None
     except IndexLockedError as exc:
         raise click.ClickException(f"{exc}, or pass --wait to queue behind it") from None
     except ValueError as exc:

@@ -298,15 +298,12 @@ class SQLiteDatabase:
                 self._depth = 1
                 try:
                     yield self
-                except apsw.ReadOnlyError as exc:  # a write in a database this process cannot write
+                except BaseException as exc:
                     self._depth = 0
                     if not conn.get_autocommit():
                         conn.execute("ROLLBACK")
-                    raise self._read_only(exc) from exc
-                except BaseException:
-                    self._depth = 0
-                    if not conn.get_autocommit():
-                        conn.execute("ROLLBACK")
+                    if isinstance(exc, apsw.ReadOnlyError):  # a write in a database this process cannot write
+                        raise self._read_only(exc) from exc
                     raise
                 else:
                     self._depth = 0

@@ -159,7 +159,8 @@ _ORDER = {FilterOperator.GT: operator.gt, FilterOperator.LT: operator.lt, Filter
 def _match_one(metadata: Mapping[str, Any], f: MetadataFilter) -> bool:
     op = FilterOperator(f.operator)
     if op == FilterOperator.IS_EMPTY:
-        return metadata.get(f.key) is None or metadata.get(f.key) == []
+        value = metadata.get(f.key)
+        return value is None or value == []
     if f.key not in metadata or metadata[f.key] is None:
         return False
     mv = metadata[f.key]

@@ -46,9 +46,10 @@ _WS = re.compile(r"[ \t\n\r]*")
 _RENDERED_FIRST = re.compile(r"(?:-|[^\s\-\[{\"][^\n:]*:)(?:[ \n]|\Z)")
 #: a line break before a line of the rendering's first level / of its second level (two spaces) /
 #: before any line; none follows a list item's lone ``-`` line (which stays with the item's first key)
-_TOP_ENTRY = re.compile(r"(?<![\n ]-)(?<!\A-)\n(?=[^ \n])")
-_SECOND_ENTRY = re.compile(r"(?<![\n ]-)(?<!\A-)\n(?=  [^ \n])")
-_ANY_LINE = re.compile(r"(?<![\n ]-)(?<!\A-)\n")
+_LINE_BREAK = r"(?<![\n ]-)(?<!\A-)\n"
+_TOP_ENTRY = re.compile(_LINE_BREAK + r"(?=[^ \n])")
+_SECOND_ENTRY = re.compile(_LINE_BREAK + r"(?=  [^ \n])")
+_ANY_LINE = re.compile(_LINE_BREAK)
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 _DEC = _json.JSONDecoder()
 
