@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -154,6 +155,9 @@ def index_cmd(paths: List[Path], index_dir: Path, chunk_size: Optional[int], chu
             engine=engine, ray_address=ray_address, num_workers=num_workers, vector_store=vector_store,
         )
     except KeyboardInterrupt:
+        # exiting now: a second Ctrl-C (`timeout` signals the child, then its group) would otherwise land
+        # in a finalizer at shutdown (tqdm's __del__) and print "Exception ignored ... KeyboardInterrupt"
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         click.echo("\nInterrupted. Whatever was written is kept; run the same command again to finish "
                    "(it does only what is left).", err=True)
         sys.exit(130)  # 128 + SIGINT, as a shell reports a process Ctrl-C stopped
